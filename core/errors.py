@@ -1,0 +1,133 @@
+"""Every error Casebook raises on purpose, in one tree.
+
+Each error carries a ``hint``: one sentence a doctor or an operator can act on.
+Code catches the narrowest class it can handle; the CLI and the pages print
+``str(err)`` and ``err.hint``.
+
+    CasebookError
+    ├── ConfigError                  a setting or preset is wrong
+    ├── NotFoundError                an id that names nothing (scan, patient, draft)
+    ├── InvalidInputError            input rejected before anything is written
+    │   ├── EmbeddingError           wrong dimension, NaN or infinite values
+    │   ├── ImportRejectedError      a case file with rejected rows (nothing imported)
+    │   └── DocumentError            a document that cannot be parsed
+    ├── ReadOnlyViolationError       inference tried to write
+    ├── ImmutableRecordError         a signed report was about to change
+    ├── IndexStateError              an index is missing, stale or corrupt
+    ├── BackendError                 an LLM or embedding backend failed
+    │   ├── BackendTimeoutError
+    │   └── BackendAuthError
+    └── RateLimitedError             too many requests; retry_after_s says when
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BackendAuthError",
+    "BackendError",
+    "BackendTimeoutError",
+    "CasebookError",
+    "ConfigError",
+    "DocumentError",
+    "EmbeddingError",
+    "ImmutableRecordError",
+    "ImportRejectedError",
+    "IndexStateError",
+    "InvalidInputError",
+    "NotFoundError",
+    "RateLimitedError",
+    "ReadOnlyViolationError",
+]
+
+
+class CasebookError(Exception):
+    """Base of every deliberate Casebook error."""
+
+    hint: str = "See the logs for details."
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        if hint is not None:
+            self.hint = hint
+
+
+class ConfigError(CasebookError):
+    """A setting, preset or environment override is invalid."""
+
+    hint = "Check the settings file and CASEBOOK_* environment variables (docs/SETTINGS.md)."
+
+
+class NotFoundError(CasebookError):
+    """An identifier that names no stored record."""
+
+    hint = "List what exists with `python -m core scans --json`."
+
+
+class InvalidInputError(CasebookError):
+    """Input rejected before anything was written."""
+
+    hint = "Correct the input and try again; nothing was changed."
+
+
+class EmbeddingError(InvalidInputError):
+    """An embedding with the wrong dimension or non-finite values."""
+
+    hint = "Embeddings must be 512 finite numbers from the imaging encoder."
+
+
+class ImportRejectedError(InvalidInputError):
+    """A case import with invalid rows; the whole file was rejected."""
+
+    hint = "Fix the listed rows and import again; no row was imported."
+
+    def __init__(self, message: str, rejected: list[tuple[int, str]]) -> None:
+        super().__init__(message)
+        self.rejected = rejected
+
+
+class DocumentError(InvalidInputError):
+    """A document (XML, PDF, Markdown, HTML) that cannot be ingested."""
+
+    hint = "The file was skipped; the other files were ingested."
+
+
+class ReadOnlyViolationError(CasebookError):
+    """An inference path tried to write to the store."""
+
+    hint = "Inference reads only; writes go through the explicit save actions."
+
+
+class ImmutableRecordError(CasebookError):
+    """A signed report cannot change; a new version must be created."""
+
+    hint = "Signed reports are read-only. Create an amended version instead."
+
+
+class IndexStateError(CasebookError):
+    """An index is missing, stale, corrupt or built by a different encoder."""
+
+    hint = "Rebuild it with `python -m core index rebuild` (or the Settings page)."
+
+
+class BackendError(CasebookError):
+    """An LLM or embedding backend failed."""
+
+    hint = "The answer falls back to the extractive composer; check the backend settings."
+
+
+class BackendTimeoutError(BackendError):
+    """A backend did not answer within its time budget."""
+
+
+class BackendAuthError(BackendError):
+    """A backend refused the credentials."""
+
+    hint = "Set a valid API key (environment or Streamlit secrets)."
+
+
+class RateLimitedError(CasebookError):
+    """Too many requests in the current window."""
+
+    def __init__(self, message: str, retry_after_s: float) -> None:
+        super().__init__(message, hint=f"Retry in {max(1, round(retry_after_s))} s.")
+        self.retry_after_s = retry_after_s

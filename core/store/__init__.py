@@ -1,0 +1,1 @@
+"""Relational store: models, engines, migrations and the repository layer."""

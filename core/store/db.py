@@ -1,0 +1,129 @@
+"""Engines, sessions and migrations.
+
+Two engines share one database: a read-write engine for explicit user actions
+(save draft, sign, chat history, audit) and a read-only engine that inference
+code gets. Read-only is enforced twice: by the ORM (a flush with pending changes
+raises :class:`ReadOnlyViolationError`) and by the database itself (SQLite
+``PRAGMA query_only``; PostgreSQL ``default_transaction_read_only``), so a raw
+SQL write fails too.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Engine, create_engine, event, inspect
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.orm import Session, sessionmaker
+
+from core.errors import ImmutableRecordError, ReadOnlyViolationError
+from core.store.models import Report
+
+__all__ = ["Database"]
+
+log = logging.getLogger(__name__)
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+
+
+def _sqlite_pragmas(busy_timeout_s: float, query_only: bool) -> Any:
+    def on_connect(dbapi_conn: Any, _record: Any) -> None:
+        cur = dbapi_conn.cursor()
+        cur.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+        cur.execute("PRAGMA foreign_keys = ON")
+        if query_only:
+            cur.execute("PRAGMA query_only = ON")
+        else:
+            cur.execute("PRAGMA journal_mode = WAL")
+        cur.close()
+
+    return on_connect
+
+
+def _refuse_flush(session: Session, _ctx: Any, _instances: Any) -> None:
+    if session.new or session.dirty or session.deleted:
+        raise ReadOnlyViolationError("Inference sessions are read-only: a write was attempted")
+
+
+def _guard_signed_reports(session: Session, _ctx: Any, _instances: Any) -> None:
+    for obj in list(session.dirty) + list(session.deleted):
+        if isinstance(obj, Report) and obj in session.deleted and _was_signed(obj):
+            raise ImmutableRecordError(f"Report {obj.id} is signed and cannot be deleted")
+        if isinstance(obj, Report) and session.is_modified(obj) and _was_signed(obj):
+            raise ImmutableRecordError(f"Report {obj.id} is signed and cannot be changed")
+
+
+def _was_signed(report: Report) -> bool:
+    hist = inspect(report).attrs.signed_at.history
+    before = hist.deleted[0] if hist.deleted else (hist.unchanged[0] if hist.unchanged else None)
+    return before is not None
+
+
+class Database:
+    """One database reached through a read-write and a read-only engine."""
+
+    def __init__(self, url: str, *, echo: bool = False, busy_timeout_s: float = 15.0) -> None:
+        self.url = url
+        parsed = make_url(url)
+        self.is_sqlite = parsed.get_backend_name() == "sqlite"
+        if self.is_sqlite and parsed.database and parsed.database != ":memory:":
+            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        self.engine = self._make_engine(url, echo, busy_timeout_s, read_only=False)
+        self.ro_engine = self._make_engine(url, echo, busy_timeout_s, read_only=True)
+        self._rw = sessionmaker(self.engine, expire_on_commit=False)
+        self._ro = sessionmaker(self.ro_engine, expire_on_commit=False)
+        event.listen(self._rw, "before_flush", _guard_signed_reports)
+        event.listen(self._ro, "before_flush", _refuse_flush)
+
+    def _make_engine(self, url: str, echo: bool, busy_timeout_s: float, *, read_only: bool) -> Engine:
+        if self.is_sqlite:
+            engine = create_engine(url, echo=echo, connect_args={"timeout": busy_timeout_s})
+            event.listen(engine, "connect", _sqlite_pragmas(busy_timeout_s, read_only))
+            return engine
+        connect_args: dict[str, Any] = {}
+        if read_only:
+            connect_args["options"] = "-c default_transaction_read_only=on"
+        return create_engine(url, echo=echo, pool_pre_ping=True, connect_args=connect_args)
+
+    def migrate(self) -> None:
+        """Bring the schema to the newest Alembic revision (idempotent)."""
+        cfg = Config()
+        cfg.set_main_option("script_location", str(MIGRATIONS))
+        with self.engine.begin() as conn:
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, "head")
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        """A read-write unit of work: committed on success, rolled back on error."""
+        with self._rw() as s:
+            try:
+                yield s
+                s.commit()
+            except BaseException:
+                s.rollback()
+                raise
+
+    @contextmanager
+    def read_only(self) -> Iterator[Session]:
+        """A session for inference: any write raises :class:`ReadOnlyViolationError`."""
+        with self._ro() as s:
+            try:
+                yield s
+            except OperationalError as exc:
+                if "readonly" in str(exc).lower() or "read-only" in str(exc).lower():
+                    raise ReadOnlyViolationError("Inference sessions are read-only: a write was attempted") from exc
+                raise
+            finally:
+                s.rollback()
+
+    def dispose(self) -> None:
+        """Close every pooled connection."""
+        self.engine.dispose()
+        self.ro_engine.dispose()

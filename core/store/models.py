@@ -1,0 +1,255 @@
+"""SQLAlchemy 2 models: the contract's tables in snake_case.
+
+Display names, usernames and dates live only in ``users`` and are PHI: nothing
+outside this package copies them into prompts, logs or URLs. Scans are
+addressed by an opaque random id (``scan_...``), never by the patient.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Literal, get_args
+
+import numpy as np
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    TypeDecorator,
+)
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+from core.errors import EmbeddingError
+
+__all__ = [
+    "ANATOMIES",
+    "EMBEDDING_DIM",
+    "SEVERITIES",
+    "Anatomy",
+    "AuditLog",
+    "Base",
+    "Conversation",
+    "EmbeddingType",
+    "HistoricalCase",
+    "Message",
+    "PatientContext",
+    "RateLimitHit",
+    "Report",
+    "ReportDraft",
+    "Scan",
+    "User",
+    "utcnow",
+    "validate_embedding",
+]
+
+EMBEDDING_DIM = 512
+Anatomy = Literal["lung", "brain", "spine", "eye", "breast", "abdomen", "skin", "pathology"]
+ANATOMIES: tuple[str, ...] = get_args(Anatomy)
+SEVERITIES: tuple[str, ...] = ("low", "moderate", "high", "critical")
+ROLES: tuple[str, ...] = ("doctor", "patient")
+
+
+def utcnow() -> dt.datetime:
+    """Timezone-aware current time in UTC."""
+    return dt.datetime.now(dt.UTC)
+
+
+def validate_embedding(value: Any, *, dim: int = EMBEDDING_DIM) -> np.ndarray:
+    """Return ``value`` as a float32 vector, or raise :class:`EmbeddingError`.
+
+    Accepts lists, tuples and arrays. Rejects a wrong dimension, NaN and
+    infinity. The vector is not normalised here: search normalises.
+    """
+    try:
+        arr = np.asarray(value, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise EmbeddingError(f"Embedding is not a list of numbers: {exc}") from exc
+    if arr.ndim != 1 or arr.shape[0] != dim:
+        raise EmbeddingError(f"Embedding has dimension {arr.shape if arr.ndim != 1 else arr.shape[0]}, expected {dim}")
+    if not np.isfinite(arr).all():
+        raise EmbeddingError("Embedding contains NaN or infinite values")
+    if not arr.any():
+        raise EmbeddingError("Embedding is all zeros")
+    return arr
+
+
+class EmbeddingType(TypeDecorator[np.ndarray]):
+    """A validated 512-d float32 vector stored as 2,048 little-endian bytes."""
+
+    impl = LargeBinary
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> bytes | None:
+        if value is None:
+            return None
+        return validate_embedding(value).astype("<f4").tobytes()
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> np.ndarray | None:
+        if value is None:
+            return None
+        return np.frombuffer(value, dtype="<f4").copy()
+
+
+class Base(DeclarativeBase):
+    """Declarative base of every table."""
+
+
+class User(Base):
+    """A doctor or a patient. ``display_name`` and ``username`` are PHI."""
+
+    __tablename__ = "users"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    username: Mapped[str] = mapped_column(String(80), unique=True)
+    display_name: Mapped[str] = mapped_column(String(200))
+    role: Mapped[str] = mapped_column(String(16))
+    password_hash: Mapped[str | None] = mapped_column(String(200), default=None)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    context: Mapped[PatientContext | None] = relationship(back_populates="user", uselist=False)
+
+
+class PatientContext(Base):
+    """Age, sex and past conditions of a patient: context, never a diagnosis."""
+
+    __tablename__ = "patient_context"
+
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), primary_key=True)
+    age: Mapped[int | None] = mapped_column(Integer, default=None)
+    sex: Mapped[str | None] = mapped_column(String(8), default=None)
+    past_conditions: Mapped[list[str]] = mapped_column(JSON, default=list)
+
+    user: Mapped[User] = relationship(back_populates="context")
+
+
+class Scan(Base):
+    """One imaging study with the upstream model's result."""
+
+    __tablename__ = "scans"
+    __table_args__ = (Index("ix_scans_patient", "patient_id", "created_at"),)
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    patient_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    anatomy: Mapped[str] = mapped_column(String(16))
+    region: Mapped[str | None] = mapped_column(String(40), default=None)
+    ai_diagnosis: Mapped[str] = mapped_column(String(200))
+    ai_confidence: Mapped[float] = mapped_column(Float)
+    embedding: Mapped[np.ndarray | None] = mapped_column(EmbeddingType, default=None)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    patient: Mapped[User] = relationship()
+
+
+class HistoricalCase(Base):
+    """A past case: the memory bank. Never changed by inference."""
+
+    __tablename__ = "historical_cases"
+    __table_args__ = (Index("ix_cases_anatomy_region", "anatomy", "region"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    case_id: Mapped[str] = mapped_column(String(40), unique=True)
+    anatomy: Mapped[str] = mapped_column(String(16))
+    region: Mapped[str | None] = mapped_column(String(40), default=None)
+    diagnosis: Mapped[str] = mapped_column(String(200))
+    outcome: Mapped[str | None] = mapped_column(String(200), default=None)
+    severity: Mapped[str | None] = mapped_column(String(16), default=None)
+    embedding: Mapped[np.ndarray] = mapped_column(EmbeddingType)
+    age: Mapped[int | None] = mapped_column(Integer, default=None)
+    sex: Mapped[str | None] = mapped_column(String(8), default=None)
+
+
+class Report(Base):
+    """A signed report. Immutable once ``signed_at`` is set; amendments are new versions."""
+
+    __tablename__ = "reports"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    scan_id: Mapped[str] = mapped_column(ForeignKey("scans.id"), index=True)
+    author_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    findings: Mapped[str] = mapped_column(Text)
+    impression: Mapped[str] = mapped_column(Text)
+    recommendations: Mapped[str] = mapped_column(Text, default="")
+    is_ai_corrected: Mapped[bool] = mapped_column(Boolean, default=False)
+    version: Mapped[int] = mapped_column(Integer, default=1)
+    supersedes_id: Mapped[int | None] = mapped_column(ForeignKey("reports.id"), default=None)
+    signed_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), default=None)
+
+
+class ReportDraft(Base):
+    """A draft a doctor saved explicitly. Generated drafts exist only in memory until then."""
+
+    __tablename__ = "report_drafts"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    scan_id: Mapped[str] = mapped_column(ForeignKey("scans.id"), index=True)
+    author_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    findings: Mapped[str] = mapped_column(Text)
+    impression: Mapped[str] = mapped_column(Text)
+    recommendations: Mapped[str] = mapped_column(Text, default="")
+    from_ai: Mapped[bool] = mapped_column(Boolean, default=False)
+    status: Mapped[str] = mapped_column(String(16), default="open")
+    report_id: Mapped[int | None] = mapped_column(ForeignKey("reports.id"), default=None)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Conversation(Base):
+    """An Ask AI thread of one doctor on one scan."""
+
+    __tablename__ = "conversations"
+    __table_args__ = (Index("ix_conversations_scan_doctor", "scan_id", "doctor_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    scan_id: Mapped[str] = mapped_column(ForeignKey("scans.id"))
+    doctor_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Message(Base):
+    """One question or answer in a conversation."""
+
+    __tablename__ = "messages"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    conversation_id: Mapped[int] = mapped_column(ForeignKey("conversations.id"), index=True)
+    role: Mapped[str] = mapped_column(String(16))
+    content: Mapped[str] = mapped_column(Text)
+    cited_case_ids: Mapped[list[str]] = mapped_column(JSON, default=list)
+    confidence: Mapped[str | None] = mapped_column(String(8), default=None)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class RateLimitHit(Base):
+    """One counted request of a doctor, for limits shared by every process."""
+
+    __tablename__ = "rate_limit_hits"
+    __table_args__ = (Index("ix_rate_limit_doctor_at", "doctor_id", "bucket", "at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    doctor_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    bucket: Mapped[str] = mapped_column(String(32))
+    at: Mapped[float] = mapped_column(Float)
+
+
+class AuditLog(Base):
+    """Who did what with which (opaque) scan. Never holds PHI or prompt text."""
+
+    __tablename__ = "audit_log"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    actor_id: Mapped[int | None] = mapped_column(Integer, default=None)
+    action: Mapped[str] = mapped_column(String(40))
+    scan_ref: Mapped[str | None] = mapped_column(String(40), default=None)
+    backend: Mapped[str | None] = mapped_column(String(40), default=None)
+    prompt_hash: Mapped[str | None] = mapped_column(String(64), default=None)
+    outcome: Mapped[str] = mapped_column(String(40))
+    detail: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
