@@ -21,7 +21,7 @@ from core.errors import CasebookError
 __all__ = ["emit", "main", "settings_from_args"]
 
 # Modules that add sub-commands; each defines ``register(sub: argparse._SubParsersAction) -> None``.
-_AREAS = ("core.cases.cli", "core.kb.cli", "core.answer.cli", "core.guideline.cli", "core.selfrag.cli")
+_AREAS = ("core.cases.cli",)
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -60,6 +60,13 @@ def _settings_doc(args: argparse.Namespace) -> int:
     return 0
 
 
+def _setup(args: argparse.Namespace) -> int:
+    from core.setup import prepare
+
+    prepare(settings_from_args(args), say=lambda m: print(m, file=sys.stderr))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full parser with every area's sub-commands."""
     parser = argparse.ArgumentParser(prog="python -m core", description="Casebook command line.")
@@ -71,14 +78,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("settings-doc", help="Print docs/SETTINGS.md generated from the settings model.")
     p.set_defaults(func=_settings_doc)
+    p = sub.add_parser("setup", help="Prepare the demo database, indexes and models (idempotent).")
+    p.set_defaults(func=_setup)
     for name in _AREAS:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:
-                raise
-            continue
-        module.register(sub)
+        importlib.import_module(name).register(sub)
     return parser
 
 

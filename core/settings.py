@@ -83,6 +83,7 @@ class StoreSettings(Group):
     sqlite_busy_timeout_s: float = Field(
         15.0, gt=0, description="Seconds SQLite waits for a lock held by another process before failing."
     )
+    import_max_mb: int = Field(500, ge=1, description="Largest case file `python -m core import-cases` accepts, in MB.")
 
 
 class EmbedSettings(Group):
@@ -130,6 +131,12 @@ class SearchSettings(Group):
     faiss_threads: int = Field(
         1, ge=1, description="OpenMP threads for FAISS queries (1 is fastest for single queries)."
     )
+    encoder_id: str = Field(
+        "demo-imaging-sim-v1",
+        description="Identifier of the upstream imaging encoder that produced scan and case embeddings. "
+        "Recorded in the index manifest; an index built for another encoder is rebuilt, never reused.",
+    )
+    prior_reports: int = Field(3, ge=0, description="Most recent signed prior reports placed in a context bundle.")
 
 
 class SafetySettings(Group):

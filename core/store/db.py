@@ -120,8 +120,6 @@ class Database:
                 if "readonly" in str(exc).lower() or "read-only" in str(exc).lower():
                     raise ReadOnlyViolationError("Inference sessions are read-only: a write was attempted") from exc
                 raise
-            finally:
-                s.rollback()
 
     def dispose(self) -> None:
         """Close every pooled connection."""

@@ -25,7 +25,7 @@ from sqlalchemy import (
     TypeDecorator,
 )
 from sqlalchemy.engine import Dialect
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship, validates
 
 from core.errors import EmbeddingError
 
@@ -88,11 +88,13 @@ class EmbeddingType(TypeDecorator[np.ndarray]):
     cache_ok = True
 
     def process_bind_param(self, value: Any, dialect: Dialect) -> bytes | None:
+        """Validate and serialise a vector for the database."""
         if value is None:
             return None
         return validate_embedding(value).astype("<f4").tobytes()
 
     def process_result_value(self, value: Any, dialect: Dialect) -> np.ndarray | None:
+        """Read stored bytes back as a float32 vector."""
         if value is None:
             return None
         return np.frombuffer(value, dtype="<f4").copy()
@@ -147,6 +149,10 @@ class Scan(Base):
 
     patient: Mapped[User] = relationship()
 
+    @validates("embedding")
+    def _check_embedding(self, _key: str, value: Any) -> np.ndarray | None:
+        return None if value is None else validate_embedding(value)
+
 
 class HistoricalCase(Base):
     """A past case: the memory bank. Never changed by inference."""
@@ -164,6 +170,10 @@ class HistoricalCase(Base):
     embedding: Mapped[np.ndarray] = mapped_column(EmbeddingType)
     age: Mapped[int | None] = mapped_column(Integer, default=None)
     sex: Mapped[str | None] = mapped_column(String(8), default=None)
+
+    @validates("embedding")
+    def _check_embedding(self, _key: str, value: Any) -> np.ndarray:
+        return validate_embedding(value)
 
 
 class Report(Base):

@@ -1,0 +1,52 @@
+# Casebook: two commands do everything on a fresh machine.
+#   make run    set up, prepare the demo data, indexes and model, start the app on 127.0.0.1:8501
+#   make test   set up, then run the whole suite (lint, types, fast and slow tests)
+# Iterating: make test-fast (no slow tests, no lint).
+
+PYTHON ?= python3.11
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-$(shell sha1sum requirements.txt 2>/dev/null | cut -c1-12)
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export PYTHONUNBUFFERED := 1
+
+.PHONY: setup prepare run test test-fast lint bench browser-deps clean
+
+setup: $(STAMP)
+
+$(STAMP): requirements.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	# torch first, from the CPU wheel, so no resolver ever pulls a CUDA build
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -r requirements.txt
+	rm -f $(VENV)/.installed-*
+	touch $@
+
+prepare: setup
+	$(PY) -m core setup
+
+run: prepare
+	$(VENV)/bin/streamlit run app.py
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+
+test: setup lint browser-deps
+	$(PY) -m core setup
+	$(PY) -m pytest -q -p no:cacheprovider
+
+test-fast: setup
+	$(PY) -m pytest -q -m "not slow and not browser" -p no:cacheprovider
+
+browser-deps:
+	@if [ -x /usr/bin/chromium ]; then :; \
+	 elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	 else echo "chromium missing: browser tests will be skipped (sudo apt-get install chromium)"; fi
+
+bench: setup
+	$(PY) bench/similar_cases.py
+
+clean:
+	rm -rf $(VENV) data indexes/cases indexes/kb_* models

@@ -1,0 +1,226 @@
+"""Similar-case search: the index kept in step with the case table, results cached per scan.
+
+Similarity shown to doctors is ``(1 + cosine) / 2`` of the unit imaging
+embeddings: 1.0 identical, 0.5 unrelated (orthogonal), 0.0 opposite. It is a
+monotone map, so ranking by similarity is ranking by cosine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections import OrderedDict
+from pathlib import Path
+
+import faiss
+import numpy as np
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from core.cases.index import CaseIndex, IndexParams, build_index
+from core.contracts import EmptyReason, SimilarCase, SimilarCasesResult
+from core.errors import IndexStateError, NotFoundError
+from core.settings import Settings
+from core.store.db import Database
+from core.store.models import HistoricalCase, Scan
+
+__all__ = ["CaseSearch", "cosine_to_similarity", "table_checksum"]
+
+log = logging.getLogger(__name__)
+
+
+def cosine_to_similarity(cos: float) -> float:
+    """Map a cosine in [-1, 1] to the 0..1 similarity shown to doctors."""
+    return float(min(1.0, max(0.0, (1.0 + cos) / 2.0)))
+
+
+def table_checksum(session: Session) -> str:
+    """sha256 over every historical case (fields and embedding), in id order."""
+    h = hashlib.sha256()
+    cols = (
+        HistoricalCase.id,
+        HistoricalCase.case_id,
+        HistoricalCase.anatomy,
+        HistoricalCase.region,
+        HistoricalCase.diagnosis,
+        HistoricalCase.outcome,
+        HistoricalCase.severity,
+        HistoricalCase.age,
+        HistoricalCase.sex,
+        HistoricalCase.embedding,
+    )
+    for row in session.execute(select(*cols).order_by(HistoricalCase.id)).yield_per(5000):
+        h.update("\x1f".join("" if v is None else str(v) for v in row[:-1]).encode())
+        h.update(row[-1].tobytes())
+    return h.hexdigest()
+
+
+class CaseSearch:
+    """Finds similar historical cases for a scan. One per process; thread-safe."""
+
+    def __init__(self, settings: Settings, db: Database) -> None:
+        self.settings = settings
+        self.db = db
+        self.root = settings.paths.resolve(settings.paths.index_dir) / "cases"
+        self._index: CaseIndex | None = None
+        self._lock = threading.Lock()
+        self._cache: OrderedDict[tuple[str, int, str], SimilarCasesResult] = OrderedDict()
+        faiss.omp_set_num_threads(settings.search.faiss_threads)
+
+    # -- index lifecycle ---------------------------------------------------
+    def rebuild(self) -> CaseIndex:
+        """Build a fresh index version from the case table and swap it in."""
+        with self.db.read_only() as s:
+            checksum = table_checksum(s)
+            rows = s.execute(
+                select(HistoricalCase.id, HistoricalCase.anatomy, HistoricalCase.region, HistoricalCase.embedding)
+            ).all()
+        if not rows:
+            raise IndexStateError(
+                "No historical cases to index", hint="Run `python -m core seed-demo` or import cases."
+            )
+        ids = np.array([r[0] for r in rows], dtype=np.int64)
+        vectors = np.stack([r[3] for r in rows])
+        p = self.settings.search
+        path = build_index(
+            self.root,
+            ids,
+            [r[1] for r in rows],
+            [r[2] for r in rows],
+            vectors,
+            encoder_id=p.encoder_id,
+            table_checksum=checksum,
+            params=IndexParams(p.hnsw_min_cases, p.hnsw_m, p.hnsw_ef_construction),
+        )
+        log.info("Built case index %s (%d cases)", path.name, len(ids))
+        return CaseIndex(path, verify=False)
+
+    def open(self, *, check_table: bool = True) -> CaseIndex:
+        """Load the current index; rebuild it when missing, corrupt, stale or from another encoder."""
+        current = self.root / "current"
+        try:
+            index = CaseIndex(current.resolve() if current.is_symlink() else current)
+            reason = None
+            if index.manifest["encoder_id"] != self.settings.search.encoder_id:
+                reason = f"built for encoder {index.manifest['encoder_id']!r}"
+            elif check_table:
+                with self.db.read_only() as s:
+                    if table_checksum(s) != index.manifest["table_checksum"]:
+                        reason = "case table changed since it was built"
+            if reason is None:
+                return index
+            log.warning("Case index is stale (%s); rebuilding", reason)
+        except IndexStateError as exc:
+            log.warning("Case index unusable (%s); rebuilding", exc)
+        return self.rebuild()
+
+    @property
+    def index(self) -> CaseIndex:
+        """The verified index, opened (or rebuilt) on first use."""
+        with self._lock:
+            if self._index is None:
+                self._index = self.open()
+            return self._index
+
+    def refresh(self) -> CaseIndex:
+        """Re-check the index against the table (after an import) and drop stale cached results."""
+        with self._lock:
+            self._index = self.open()
+            self._cache.clear()
+            return self._index
+
+    # -- search ------------------------------------------------------------
+    def similar_cases(self, scan_id: str, top_k: int | None = None) -> SimilarCasesResult:
+        """The contract's ``getSimilarCases``: neighbours filtered by anatomy and region.
+
+        Raises :class:`NotFoundError` for an unknown scan; every other failure is a
+        typed empty result with its reason.
+        """
+        k = top_k or self.settings.search.top_k
+        with self.db.read_only() as s:
+            scan = s.get(Scan, scan_id)
+            if scan is None:
+                raise NotFoundError(f"Unknown scan {scan_id!r}")
+            anatomy, region, emb, conf = scan.anatomy, scan.region, scan.embedding, scan.ai_confidence
+        if emb is None:
+            return SimilarCasesResult(
+                cases=[], empty_reason=EmptyReason.NO_EMBEDDING, notice="This scan has no imaging embedding."
+            )
+        if conf < self.settings.safety.min_scan_confidence:
+            return SimilarCasesResult(
+                cases=[],
+                empty_reason=EmptyReason.LOW_CONFIDENCE,
+                notice=f"AI confidence {conf:.2f} is below {self.settings.safety.min_scan_confidence:.2f}.",
+            )
+        try:
+            index = self.index
+        except Exception as exc:  # any failure here must fail closed, not crash the page
+            log.exception("Case index unavailable")
+            return SimilarCasesResult(cases=[], empty_reason=EmptyReason.SEARCH_FAILED, notice=f"Search failed: {exc}")
+        key = (scan_id, k, index.version)
+        with self._lock:
+            if key in self._cache:
+                self._cache.move_to_end(key)
+                return self._cache[key]
+        result = self._search(index, np.asarray(emb), anatomy, region, k)
+        if self.settings.search.cache_size:
+            with self._lock:
+                self._cache[key] = result
+                while len(self._cache) > self.settings.search.cache_size:
+                    self._cache.popitem(last=False)
+        return result
+
+    def _search(
+        self, index: CaseIndex, emb: np.ndarray, anatomy: str, region: str | None, k: int
+    ) -> SimilarCasesResult:
+        p = self.settings.search
+        scope: str = "anatomy"
+        notice = None
+        use_region = region
+        if region is not None:
+            n_region = index.group_size(anatomy, region)
+            if n_region >= k or not p.region_fallback:
+                scope = "region"
+            else:
+                use_region = None
+                notice = f"Only {n_region} cases in region {region}; showing matches from all {anatomy} cases."
+        try:
+            ids, scores = index.search(emb, anatomy, use_region, k, ef_search=p.hnsw_ef_search, rerank=p.hnsw_rerank)
+        except Exception as exc:
+            log.exception("Similar-case search failed")
+            return SimilarCasesResult(cases=[], empty_reason=EmptyReason.SEARCH_FAILED, notice=f"Search failed: {exc}")
+        if len(ids) == 0:
+            return SimilarCasesResult(
+                cases=[],
+                empty_reason=EmptyReason.NO_SIMILAR_CASES,
+                index_version=index.version,
+                notice=f"No historical {anatomy} cases in memory.",
+            )
+        h = HistoricalCase
+        with self.db.read_only() as s:
+            found = s.execute(
+                select(h.id, h.case_id, h.diagnosis, h.outcome, h.severity, h.region, h.age, h.sex).where(
+                    h.id.in_(ids.tolist())
+                )
+            ).all()
+        rows = {r.id: r for r in found}
+        cases = [
+            SimilarCase(
+                caseId=rows[i].case_id,
+                diagnosis=rows[i].diagnosis,
+                outcome=rows[i].outcome,
+                similarity=round(cosine_to_similarity(float(sc)), 4),
+                severity=rows[i].severity,
+                region=rows[i].region,
+                age=rows[i].age,
+                sex=rows[i].sex,
+            )
+            for i, sc in zip(ids.tolist(), scores.tolist(), strict=True)
+        ]
+        return SimilarCasesResult(cases=cases, scope=scope, notice=notice, index_version=index.version)
+
+
+def index_root(settings: Settings) -> Path:
+    """Folder holding the case index versions."""
+    return settings.paths.resolve(settings.paths.index_dir) / "cases"

@@ -1,0 +1,1 @@
+"""Deterministic demo data (DEMO DATA, NOT FOR CLINICAL USE)."""

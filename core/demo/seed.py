@@ -1,0 +1,190 @@
+"""``python -m core seed-demo``: the deterministic demo data set.
+
+DEMO DATA, NOT FOR CLINICAL USE. It fills an empty database with demo users,
+patients, scans, signed reports and ``settings.demo.n_cases`` historical cases.
+A database that already holds users is left alone: seeding never overwrites
+what a doctor saved.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import bcrypt
+import numpy as np
+from sqlalchemy import func, select
+
+from core.demo.catalog import CATALOG, Condition, describe
+from core.demo.encoder import DemoImagingEncoder
+from core.demo.patients import DEMO_DOCTORS, DEMO_PASSWORD, DEMO_PATIENTS
+from core.embed import Embedder, make_embedder
+from core.settings import Settings
+from core.store.db import Database
+from core.store.models import SEVERITIES, HistoricalCase, PatientContext, Report, Scan, User
+
+__all__ = ["DEMO_DATE", "SeedSummary", "build_encoder", "generate_cases", "scan_id_for", "seed_demo"]
+
+log = logging.getLogger(__name__)
+DEMO_DATE = dt.datetime(2026, 11, 1, 9, 0, tzinfo=dt.UTC)
+ANATOMY_WEIGHTS = {
+    "lung": 0.3,
+    "brain": 0.12,
+    "spine": 0.1,
+    "eye": 0.08,
+    "breast": 0.1,
+    "abdomen": 0.14,
+    "skin": 0.08,
+    "pathology": 0.08,
+}
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class SeedSummary:
+    """What a seeding run did."""
+
+    seeded: bool
+    users: int
+    scans: int
+    cases: int
+    message: str
+
+
+def catalogue_texts() -> list[str]:
+    """Every description the demo can produce (fixes the encoder's centring mean)."""
+    texts = []
+    for cond in CATALOG:
+        for region in cond.regions:
+            for sev, w in zip(SEVERITIES, cond.severity_weights, strict=True):
+                if w > 0:
+                    texts.append(describe(cond.anatomy, region, cond.diagnosis, sev, cond.findings))
+    return texts
+
+
+def build_encoder(settings: Settings, embedder: Embedder | None = None) -> DemoImagingEncoder:
+    """The simulated imaging encoder configured by ``settings.demo``."""
+    return DemoImagingEncoder(
+        embedder or make_embedder(settings.embed),
+        catalogue_texts(),
+        seed=settings.demo.encoder_seed,
+        noise=settings.demo.noise,
+    )
+
+
+def _condition(diagnosis: str) -> Condition:
+    return next(c for c in CATALOG if c.diagnosis == diagnosis)
+
+
+def generate_cases(settings: Settings, encoder: DemoImagingEncoder) -> list[HistoricalCase]:
+    """``settings.demo.n_cases`` historical cases, identical for identical settings."""
+    rng = np.random.default_rng(settings.demo.seed)
+    anatomies = list(ANATOMY_WEIGHTS)
+    a_p = np.array([ANATOMY_WEIGHTS[a] for a in anatomies])
+    by_anatomy = {a: [c for c in CATALOG if c.anatomy == a] for a in anatomies}
+    rows: list[dict[str, object]] = []
+    texts: list[str] = []
+    for i in range(settings.demo.n_cases):
+        anatomy = anatomies[rng.choice(len(anatomies), p=a_p / a_p.sum())]
+        conds = by_anatomy[anatomy]
+        w = np.array([c.weight for c in conds])
+        cond = conds[rng.choice(len(conds), p=w / w.sum())]
+        region = cond.regions[rng.integers(len(cond.regions))]
+        sw = np.array(cond.severity_weights)
+        severity = SEVERITIES[rng.choice(4, p=sw / sw.sum())]
+        outcomes = cond.outcomes[severity]
+        outcome = outcomes[rng.integers(len(outcomes))] if outcomes else None
+        age = int(rng.integers(cond.age_range[0], cond.age_range[1] + 1))
+        sex = "M" if rng.random() < cond.male_share else "F"
+        rows.append(
+            dict(
+                case_id=f"HC-{i + 1:05d}",
+                anatomy=anatomy,
+                region=region,
+                diagnosis=cond.diagnosis,
+                outcome=outcome,
+                severity=severity,
+                age=age,
+                sex=sex,
+            )
+        )
+        texts.append(describe(anatomy, region, cond.diagnosis, severity, cond.findings))
+    vectors = encoder.encode(texts, noise_keys=range(len(texts)))
+    return [HistoricalCase(id=i + 1, embedding=vectors[i], **row) for i, row in enumerate(rows)]
+
+
+def scan_id_for(seed: int, username: str, key: str) -> str:
+    """Opaque, stable scan id: reveals neither the patient nor the date."""
+    return "scan_" + hashlib.sha256(f"{seed}:{username}:{key}".encode()).hexdigest()[:12]
+
+
+def _hash(password: str) -> str:
+    return bcrypt.hashpw(password.encode(), bcrypt.gensalt(rounds=10)).decode()
+
+
+def seed_demo(
+    settings: Settings, db: Database, *, progress: Progress | None = None, embedder: Embedder | None = None
+) -> SeedSummary:
+    """Fill an empty database with the demo data set; leave a non-empty one untouched."""
+    say = progress or (lambda msg: log.info(msg))
+    db.migrate()
+    with db.session() as s:
+        existing = s.scalar(select(func.count()).select_from(User)) or 0
+    if existing:
+        return SeedSummary(False, existing, 0, 0, "Database already holds users; demo data not added.")
+    say("Embedding the demo catalogue")
+    encoder = build_encoder(settings, embedder)
+    say(f"Generating {settings.demo.n_cases} historical cases")
+    cases = generate_cases(settings, encoder)
+    pw = _hash(DEMO_PASSWORD)
+    n_scans = 0
+    with db.session() as s:
+        doctors = [User(username=u, display_name=n, role="doctor", password_hash=pw) for u, n in DEMO_DOCTORS]
+        s.add_all(doctors)
+        s.flush()
+        for p_idx, p in enumerate(DEMO_PATIENTS):
+            user = User(username=p.username, display_name=p.name, role="patient", password_hash=pw)
+            user.context = PatientContext(age=p.age, sex=p.sex, past_conditions=list(p.past_conditions))
+            s.add(user)
+            s.flush()
+            for s_idx, sc in enumerate(p.scans):
+                cond = _condition(sc.diagnosis)
+                text = describe(sc.anatomy, sc.region, sc.diagnosis, sc.severity, cond.findings)
+                emb = (
+                    encoder.encode([text], noise_keys=[1_000_000 + p_idx * 100 + s_idx])[0]
+                    if sc.has_embedding
+                    else None
+                )
+                created = DEMO_DATE - dt.timedelta(days=sc.days_ago)
+                scan = Scan(
+                    id=scan_id_for(settings.demo.seed, p.username, sc.key),
+                    patient_id=user.id,
+                    anatomy=sc.anatomy,
+                    region=sc.region,
+                    ai_diagnosis=sc.diagnosis,
+                    ai_confidence=sc.confidence,
+                    embedding=emb,
+                    created_at=created,
+                )
+                s.add(scan)
+                n_scans += 1
+                if sc.report:
+                    s.flush()
+                    s.add(
+                        Report(
+                            scan_id=scan.id,
+                            author_id=doctors[0].id,
+                            findings=sc.report.findings,
+                            impression=sc.report.impression,
+                            recommendations=sc.report.recommendations,
+                            is_ai_corrected=False,
+                            signed_at=created + dt.timedelta(days=1),
+                        )
+                    )
+        say("Writing historical cases")
+        s.add_all(cases)
+    users = len(DEMO_DOCTORS) + len(DEMO_PATIENTS)
+    return SeedSummary(True, users, n_scans, len(cases), f"Seeded {users} users, {n_scans} scans, {len(cases)} cases.")

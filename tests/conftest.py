@@ -1,0 +1,64 @@
+"""Shared fixtures: a seeded demo database built once per session, and fresh copies for writers."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from core.demo.seed import seed_demo
+from core.runtime import Runtime, open_runtime
+from core.settings import Settings, load_settings
+from core.store.models import Scan, User
+
+
+def make_settings(root: Path, **overrides: Any) -> Settings:
+    """Test settings whose every path lives under ``root``."""
+    paths = {"data_dir": root / "data", "index_dir": root / "indexes", "model_dir": root / "models"}
+    paths.update(overrides.pop("paths", {}))
+    return load_settings("test", paths=paths, **overrides)
+
+
+@pytest.fixture(scope="session")
+def demo_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder holding the seeded demo database and its case index (read-only use)."""
+    root = tmp_path_factory.mktemp("demo")
+    rt = open_runtime(make_settings(root))
+    seed_demo(rt.settings, rt.db)
+    rt.search.open()
+    rt.db.dispose()
+    return root
+
+
+@pytest.fixture(scope="session")
+def demo(demo_root: Path) -> Iterator[Runtime]:
+    """The shared demo runtime. Tests using it must not write."""
+    rt = open_runtime(make_settings(demo_root))
+    yield rt
+    rt.db.dispose()
+
+
+@pytest.fixture()
+def fresh(demo_root: Path, tmp_path: Path) -> Iterator[Runtime]:
+    """A private copy of the demo database and index that a test may change."""
+    shutil.copytree(demo_root / "data", tmp_path / "data")
+    shutil.copytree(demo_root / "indexes", tmp_path / "indexes", symlinks=True)
+    rt = open_runtime(make_settings(tmp_path))
+    yield rt
+    rt.db.dispose()
+
+
+def scan_of(rt: Runtime, username: str, index: int = -1) -> str:
+    """The id of a demo patient's scan (oldest first; -1 is the newest)."""
+    with rt.db.read_only() as s:
+        ids = s.scalars(
+            select(Scan.id)
+            .join(User, User.id == Scan.patient_id)
+            .where(User.username == username)
+            .order_by(Scan.created_at)
+        ).all()
+    return ids[index]
