@@ -30,6 +30,7 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
+from core.answer.settings import AskSettings
 from core.errors import ConfigError
 from core.kb.settings import KBSettings
 from core.llm.settings import LLMSettings
@@ -191,6 +192,7 @@ class Settings(BaseSettings):
     search: SearchSettings = Field(default_factory=SearchSettings, description="Similar-case search.")
     safety: SafetySettings = Field(default_factory=SafetySettings, description="Fail-closed thresholds.")
     demo: DemoSettings = Field(default_factory=DemoSettings, description="Demo data generation.")
+    ask: AskSettings = Field(default_factory=AskSettings, description="Ask AI answers, confidence rule and rate limit.")
     llm: LLMSettings = Field(default_factory=LLMSettings, description="Language-model backends.")
     kb: KBSettings = Field(default_factory=KBSettings, description="Knowledge bases (guidelines, drug labels).")
     ui: UISettings = Field(default_factory=UISettings, description="Web workbench.")

@@ -15,6 +15,8 @@ from core.runtime import Runtime, open_runtime
 from core.settings import Settings, load_settings
 from core.store.models import Scan, User
 
+pytest_plugins = ["tests.conftest_llm"]
+
 
 def make_settings(root: Path, **overrides: Any) -> Settings:
     """Test settings whose every path lives under ``root``."""

@@ -1,0 +1,1 @@
+"""Ask AI and report drafts: grounded answers with case citations, fail-closed."""

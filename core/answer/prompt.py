@@ -1,0 +1,51 @@
+"""The prompt a language model sees: the contract's rules and the de-identified bundle."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from core.contracts import BundleResult
+from core.llm.base import Message
+
+__all__ = ["SYSTEM_PROMPT", "ask_messages", "draft_messages", "prompt_hash"]
+
+SYSTEM_PROMPT = """You are a medical reasoning assistant for radiologists.
+You MUST only use the provided scan data, similar historical cases and prior reports (the JSON below).
+Allowed: compare cases, mention similarity percentages, say "Based on similar cases...", cite case IDs in parentheses such as (HC-00012), acknowledge uncertainty.
+Forbidden: statistics that are not in the data, outside or internet knowledge, "studies show", diagnoses that no similar case has, treatment advice, drug or procedure suggestions, definitive recommendations.
+Always cite the case IDs you rely on.
+If the data cannot answer the question, reply exactly: "Insufficient data to answer this question based on available cases."
+Answer in at most five short sentences."""
+
+DRAFT_PROMPT = """You are drafting a radiology report for a doctor to edit and sign.
+Use only the provided scan data, similar historical cases and prior reports (the JSON below).
+Write three sections headed FINDINGS:, IMPRESSION: and RECOMMENDATIONS:.
+RECOMMENDATIONS may only suggest follow-up imaging, comparison with prior studies, or clinical correlation; never treatment, drugs or procedures.
+Do not invent measurements or statistics."""
+
+
+def _evidence(result: BundleResult) -> str:
+    assert result.bundle is not None
+    data = result.bundle.model_dump(mode="json")
+    for case, cid in zip(data["similarCases"], result.case_ids, strict=True):
+        case["caseId"] = cid  # historical case ids are not patient identifiers; answers must cite them
+    return json.dumps(data, ensure_ascii=False)
+
+
+def ask_messages(result: BundleResult, question: str) -> list[Message]:
+    """Messages for a grounded answer; nothing identifying a patient is included."""
+    return [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": f"DATA:\n{_evidence(result)}\n\nQUESTION: {question.strip()}"},
+    ]
+
+
+def draft_messages(result: BundleResult) -> list[Message]:
+    """Messages for a report draft."""
+    return [{"role": "system", "content": DRAFT_PROMPT}, {"role": "user", "content": f"DATA:\n{_evidence(result)}"}]
+
+
+def prompt_hash(messages: list[Message]) -> str:
+    """sha256 of the exact prompt, for the audit log (the text itself is never stored)."""
+    return hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()

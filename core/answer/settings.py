@@ -1,0 +1,44 @@
+"""Settings group for Ask AI and report drafts (registered in :mod:`core.settings` as ``ask``)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["AskSettings"]
+
+
+class AskSettings(BaseModel):
+    """Grounded answers, their confidence rule, the LLM time budget and the rate limit."""
+
+    model_config = ConfigDict(extra="forbid", validate_default=True)
+
+    max_question_chars: int = Field(1000, ge=10, description="Longest question accepted, in characters.")
+    llm_budget_s: float = Field(
+        45.0, gt=0, description="Seconds the LLM answer may take; past this the extractive answer stands."
+    )
+    rate_limit_per_minute: int = Field(
+        20, ge=1, description="Ask AI requests one doctor may make per minute, counted across every process."
+    )
+    rate_window_s: float = Field(60.0, gt=0, description="Length of the rate-limit window in seconds.")
+    high_min_similarity: float = Field(
+        0.85, ge=0, le=1, description="Confidence `high` needs the cited cases' mean similarity at least this."
+    )
+    high_min_agreement: float = Field(
+        0.8,
+        ge=0,
+        le=1,
+        description="Confidence `high` needs at least this share of similar cases to agree with the AI diagnosis.",
+    )
+    high_min_ai_confidence: float = Field(
+        0.7, ge=0, le=1, description="Confidence `high` needs the scan's AI confidence at least this."
+    )
+    medium_min_similarity: float = Field(
+        0.7, ge=0, le=1, description="Confidence `medium` needs mean similarity at least this."
+    )
+    medium_min_agreement: float = Field(
+        0.5, ge=0, le=1, description="Confidence `medium` needs agreement at least this."
+    )
+    medium_min_ai_confidence: float = Field(
+        0.5, ge=0, le=1, description="Confidence `medium` needs the scan's AI confidence at least this."
+    )
+    max_cited_cases: int = Field(5, ge=1, description="Most case IDs one extractive answer cites.")
