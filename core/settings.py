@@ -32,8 +32,10 @@ from pydantic_settings import (
 
 from core.answer.settings import AskSettings
 from core.errors import ConfigError
+from core.guideline.settings import GuidelineQASettings
 from core.kb.settings import KBSettings
 from core.llm.settings import LLMSettings
+from core.selfrag.settings import SelfRagSettings
 
 __all__ = [
     "PRESET_DIR",
@@ -195,6 +197,10 @@ class Settings(BaseSettings):
     ask: AskSettings = Field(default_factory=AskSettings, description="Ask AI answers, confidence rule and rate limit.")
     llm: LLMSettings = Field(default_factory=LLMSettings, description="Language-model backends.")
     kb: KBSettings = Field(default_factory=KBSettings, description="Knowledge bases (guidelines, drug labels).")
+    guideline: GuidelineQASettings = Field(
+        default_factory=GuidelineQASettings, description="Guideline QA over guidelines and drug labels."
+    )
+    selfrag: SelfRagSettings = Field(default_factory=SelfRagSettings, description="Self-reflective RAG pipeline.")
     ui: UISettings = Field(default_factory=UISettings, description="Web workbench.")
 
     @classmethod

@@ -1,0 +1,1 @@
+"""Self-reflective biomedical RAG: reflection tokens, adaptive retrieval, critic reranking, regeneration."""
