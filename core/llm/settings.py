@@ -1,10 +1,20 @@
-"""Settings group for language-model backends (registered in :mod:`core.settings`)."""
+"""Settings group for language-model backends (registered in :mod:`core.settings`).
+
+Every number the LLM layer uses lives here once; backends read these values and
+no function signature carries a second default. Override from the environment
+with ``CASEBOOK_LLM__<FIELD>``, for example ``CASEBOOK_LLM__BACKEND=groq``.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["LLMSettings"]
+__all__ = ["LLMBackendName", "LLMSettings"]
+
+LLMBackendName = Literal["extractive", "llamacpp", "groq", "openai", "transformers"]
 
 
 class LLMSettings(BaseModel):
@@ -12,11 +22,67 @@ class LLMSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", validate_default=True)
 
-    backend: str = Field(
-        "extractive",
+    backend: LLMBackendName = Field(
+        "llamacpp",
         description="`extractive` (no model), `llamacpp` (local GGUF), `groq`, `openai` (any "
         "OpenAI-compatible server) or `transformers` (local Hugging Face folder).",
     )
     timeout_s: float = Field(
         60.0, gt=0, description="Seconds an LLM call may take before the extractive answer is used."
+    )
+    max_tokens: int = Field(512, ge=1, description="Most tokens one answer may generate (every backend).")
+    temperature: float = Field(
+        0.0, ge=0, le=2, description="Sampling temperature (every backend); 0 is greedy and reproducible."
+    )
+    seed: int = Field(1234, ge=0, description="Sampling seed for the local backends (`llamacpp`, `transformers`).")
+
+    # Local GGUF through xllamacpp.
+    model_name: str = Field(
+        "qwen2.5-coder-1.5b-instruct-q4_k_m",
+        description="Default local model: a key of `core/llm/models.json` (assembled by `python -m core llm assemble`).",
+    )
+    model_path: Path | None = Field(
+        None,
+        description="A GGUF file to use instead of the default model (`llamacpp`). Not hash-checked: "
+        "it is the operator's file.",
+    )
+    threads: int = Field(
+        0,
+        ge=0,
+        description="CPU threads for llama.cpp; 0 picks the free cores (on a busy 2-core machine 1 thread "
+        "holds steady while 2 collapse).",
+    )
+    n_ctx: int = Field(4096, ge=256, description="llama.cpp context window in tokens (prompt plus answer).")
+    n_batch: int = Field(512, ge=32, description="llama.cpp prompt-processing batch size in tokens.")
+
+    # Remote: Groq.
+    groq_model: str = Field("llama-3.1-8b-instant", description="Model name sent to Groq.")
+    groq_base_url: str | None = Field(
+        None, description="Groq API root; empty means the SDK default (https://api.groq.com). Tests use a loopback URL."
+    )
+    groq_api_key_env: str = Field(
+        "GROQ_API_KEY", description="Environment variable holding the Groq key (a page may pass a secret instead)."
+    )
+
+    # Remote: any OpenAI-compatible server (vLLM, llama.cpp server, Ollama).
+    openai_base_url: str = Field(
+        "http://127.0.0.1:8000/v1", description="Root URL of the OpenAI-compatible server, including `/v1`."
+    )
+    openai_model: str = Field("default", description="Model name sent to the OpenAI-compatible server.")
+    openai_api_key_env: str = Field(
+        "OPENAI_API_KEY", description="Environment variable holding the key; unset is fine for local servers."
+    )
+
+    # Retries for the remote backends.
+    max_retries: int = Field(
+        2, ge=0, description="Extra attempts after a 5xx or a dropped connection (remote backends; never on 4xx)."
+    )
+    retry_backoff_s: float = Field(
+        0.5, ge=0, description="First retry delay in seconds; doubled on every further attempt."
+    )
+    retry_backoff_max_s: float = Field(8.0, ge=0, description="Longest single retry delay in seconds.")
+
+    # Local Hugging Face folder through transformers.
+    hf_model_path: Path | None = Field(
+        None, description="Local folder with a causal LM and its tokenizer (`transformers`); never downloaded."
     )

@@ -1,0 +1,108 @@
+"""The language-model protocol and its typed results.
+
+Every backend (``llamacpp``, ``groq``, ``openai``, ``transformers``) satisfies
+:class:`LLM`. ``max_tokens`` and ``temperature`` left as ``None`` take the
+values from :class:`core.llm.settings.LLMSettings`, so no number is defaulted
+twice. Failures raise the :mod:`core.errors` tree:
+
+    BackendError          5xx, malformed JSON, a stream cut midway, a model that will not load
+    ├── BackendTimeoutError   no answer within ``settings.llm.timeout_s``
+    └── BackendAuthError      401/403: the key is missing or refused
+    RateLimitedError      429; ``retry_after_s`` comes from the Retry-After header
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, TypedDict, runtime_checkable
+
+__all__ = ["LLM", "Completion", "Message", "TokenLogprobs", "truncate_at_stop"]
+
+
+class Message(TypedDict):
+    """One chat turn in the OpenAI shape: ``{"role": "user", "content": "..."}``."""
+
+    role: str
+    content: str
+
+
+@dataclass(frozen=True)
+class TokenLogprobs:
+    """One generated token, its log-probability and the top alternatives at that step.
+
+    ``top`` maps token text to natural-log probability, best first. Take
+    ``math.exp`` before comparing or summing: these are not probabilities.
+    """
+
+    token: str
+    logprob: float
+    top: dict[str, float] = field(default_factory=dict)
+
+    def prob(self, token: str) -> float:
+        """Probability of ``token`` at this step (0.0 when it is not among the top alternatives)."""
+        lp = self.top.get(token)
+        return math.exp(lp) if lp is not None else 0.0
+
+
+@dataclass(frozen=True)
+class Completion:
+    """What a backend returned for one request."""
+
+    text: str
+    finish_reason: str | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    backend: str
+    model: str
+    tokens: list[TokenLogprobs] = field(default_factory=list)
+
+
+@runtime_checkable
+class LLM(Protocol):
+    """A chat model that can also continue a raw prompt and report token log-probabilities."""
+
+    backend: str
+    model: str
+
+    def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        stop: Sequence[str] | None = None,
+        logprobs: int | None = None,
+    ) -> Completion:
+        """Answer a conversation; ``logprobs=k`` asks for the top-k alternatives of every token."""
+        ...
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        stop: Sequence[str] | None = None,
+    ) -> Iterator[str]:
+        """Answer a conversation, yielding text deltas as they arrive."""
+        ...
+
+    def complete(
+        self,
+        prompt: str,
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        stop: Sequence[str] | None = None,
+        logprobs: int | None = None,
+    ) -> Completion:
+        """Continue a raw prompt (no chat template added by us)."""
+        ...
+
+
+def truncate_at_stop(text: str, stop: Sequence[str] | None) -> tuple[str, bool]:
+    """Cut ``text`` before the first stop string; returns the text and whether a stop was found."""
+    cut = min((i for s in stop or () if s and (i := text.find(s)) >= 0), default=-1)
+    return (text[:cut], True) if cut >= 0 else (text, False)

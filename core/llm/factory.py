@@ -1,0 +1,49 @@
+"""Build the language model named by ``settings.llm.backend``.
+
+Imports are lazy: choosing ``groq`` never imports torch, choosing ``llamacpp``
+never imports an HTTP SDK, and importing this module creates no client.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from core.errors import ConfigError
+from core.llm.base import LLM
+
+if TYPE_CHECKING:
+    from core.settings import Settings
+
+__all__ = ["make_llm"]
+
+
+def make_llm(settings: Settings, *, api_key: str | None = None) -> LLM | None:
+    """The configured backend, or ``None`` for ``extractive`` (answers composed without a model).
+
+    ``api_key`` overrides the environment for the remote backends (a page
+    passes a Streamlit secret here). The ``llamacpp`` default model is
+    hash-checked before it is used.
+    """
+    llm = settings.llm
+    if llm.backend == "extractive":
+        return None
+    if llm.backend == "llamacpp":
+        from core.llm.llamacpp import LlamaCppLLM
+        from core.llm.models import verified_model_path
+
+        return LlamaCppLLM(verified_model_path(settings), llm)
+    if llm.backend == "groq":
+        from core.llm.groq_backend import GroqLLM
+
+        return GroqLLM(llm, api_key=api_key)
+    if llm.backend == "openai":
+        from core.llm.openai_compat import OpenAICompatLLM
+
+        return OpenAICompatLLM(llm, api_key=api_key)
+    if llm.backend == "transformers":
+        from core.llm.hf_transformers import TransformersLLM
+
+        if llm.hf_model_path is None:
+            raise ConfigError("The transformers backend needs llm.hf_model_path (a local model folder)")
+        return TransformersLLM(settings.paths.resolve(llm.hf_model_path), llm)
+    raise ConfigError(f"Unknown LLM backend {llm.backend!r}")

@@ -1,0 +1,61 @@
+"""Groq's hosted models through the official ``groq`` SDK.
+
+The key comes from the environment variable named by ``llm.groq_api_key_env``
+(``GROQ_API_KEY``) or is passed in by the page (Streamlit secrets). Groq has no
+raw-completion endpoint, so :meth:`GroqLLM.complete` sends the prompt as one
+user message; Groq may also ignore ``logprobs``, in which case
+``Completion.tokens`` is empty and callers must treat the scores as unknown.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from core.errors import BackendAuthError, ConfigError
+from core.llm.base import Completion
+from core.llm.remote import OpenAIWireLLM
+
+if TYPE_CHECKING:
+    from core.llm.settings import LLMSettings
+
+__all__ = ["GroqLLM"]
+
+
+class GroqLLM(OpenAIWireLLM):
+    """The :class:`~core.llm.base.LLM` protocol over Groq's chat-completions API."""
+
+    backend = "groq"
+
+    def __init__(self, settings: LLMSettings, *, api_key: str | None = None) -> None:
+        try:
+            import groq
+        except ImportError as exc:
+            raise ConfigError("The groq backend needs the groq SDK", hint="pip install groq==1.7.0") from exc
+        key = api_key or os.environ.get(settings.groq_api_key_env)
+        if not key:
+            raise BackendAuthError(
+                f"No Groq API key: set {settings.groq_api_key_env} or add it to the Streamlit secrets",
+                hint=f"export {settings.groq_api_key_env}=gsk_... (never commit it)",
+            )
+        client = groq.Groq(api_key=key, base_url=settings.groq_base_url, timeout=settings.timeout_s, max_retries=0)
+        super().__init__(client, groq, settings.groq_model, settings)
+
+    def complete(
+        self,
+        prompt: str,
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        stop: Sequence[str] | None = None,
+        logprobs: int | None = None,
+    ) -> Completion:
+        """Send ``prompt`` as a single user message (Groq serves chat only)."""
+        return self.chat(
+            [{"role": "user", "content": prompt}],
+            max_tokens=max_tokens,
+            temperature=temperature,
+            stop=stop,
+            logprobs=logprobs,
+        )

@@ -1,0 +1,186 @@
+"""A local Hugging Face causal LM through ``transformers`` (never downloads: ``local_files_only``).
+
+Slow on CPU next to llama.cpp, but it gives the full logits: ``logprobs=k``
+returns the top-k of ``log_softmax`` over the raw (unprocessed) logits of every
+generated step. Chat messages go through the tokenizer's chat template when it
+has one, else a plain ``role: content`` transcript.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from core.errors import BackendError, BackendTimeoutError, ConfigError
+from core.llm.base import Completion, Message, TokenLogprobs, truncate_at_stop
+
+if TYPE_CHECKING:
+    from core.llm.settings import LLMSettings
+
+__all__ = ["TransformersLLM"]
+
+_BACKEND = "transformers"
+
+
+class TransformersLLM:
+    """The :class:`~core.llm.base.LLM` protocol over ``AutoModelForCausalLM``."""
+
+    backend = _BACKEND
+
+    def __init__(self, model_dir: Path, settings: LLMSettings) -> None:
+        try:
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+        except ImportError as exc:
+            raise ConfigError(
+                "The transformers backend needs torch and transformers", hint="pip install transformers==5.23.0"
+            ) from exc
+        if not model_dir.is_dir():
+            raise ConfigError(f"llm.hf_model_path {model_dir} is not a folder")
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
+            self.lm = AutoModelForCausalLM.from_pretrained(str(model_dir), local_files_only=True).eval()
+        except (OSError, ValueError) as exc:
+            raise BackendError(f"transformers could not load {model_dir}: {exc}") from exc
+        self._torch = torch
+        self.model = model_dir.name
+        self.settings = settings
+
+    def _chat_prompt(self, messages: Sequence[Message]) -> str:
+        if getattr(self.tokenizer, "chat_template", None):
+            turns = [{"role": m["role"], "content": m["content"]} for m in messages]
+            return str(self.tokenizer.apply_chat_template(turns, tokenize=False, add_generation_prompt=True))
+        return "".join(f"{m['role']}: {m['content']}\n" for m in messages) + "assistant:"
+
+    def _encode(self, prompt: str) -> Any:
+        ids = self.tokenizer(prompt, add_special_tokens=False, return_tensors="pt")["input_ids"]
+        bos = self.tokenizer.bos_token_id
+        if bos is not None and (ids.shape[1] == 0 or int(ids[0, 0]) != bos):
+            ids = self._torch.cat([self._torch.tensor([[bos]]), ids], dim=1)
+        return ids
+
+    def _generate_kwargs(self, ids: Any, max_tokens: int | None, temperature: float | None) -> dict[str, Any]:
+        s = self.settings
+        temp = s.temperature if temperature is None else temperature
+        tok = self.tokenizer
+        pad = tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0)
+        kwargs: dict[str, Any] = {
+            "input_ids": ids,
+            "attention_mask": self._torch.ones_like(ids),
+            "max_new_tokens": s.max_tokens if max_tokens is None else max_tokens,
+            "do_sample": temp > 0,
+            "pad_token_id": pad,
+            "max_time": s.timeout_s,
+        }
+        if temp > 0:
+            kwargs["temperature"] = temp
+            self._torch.manual_seed(s.seed)
+        return kwargs
+
+    def _top(self, logits: Any, chosen: int, k: int) -> TokenLogprobs:
+        logp = self._torch.log_softmax(logits.float(), dim=-1)
+        values, indices = self._torch.topk(logp, k)
+        top: dict[str, float] = {}
+        for value, index in zip(values.tolist(), indices.tolist(), strict=True):
+            top.setdefault(str(self.tokenizer.decode([index])), float(value))
+        return TokenLogprobs(str(self.tokenizer.decode([chosen])), float(logp[chosen]), top)
+
+    def _run(
+        self, prompt: str, max_tokens: int | None, temperature: float | None, stop: Sequence[str] | None, k: int | None
+    ) -> Completion:
+        ids = self._encode(prompt)
+        kwargs = self._generate_kwargs(ids, max_tokens, temperature)
+        started = time.monotonic()
+        with self._torch.no_grad():
+            out = self.lm.generate(**kwargs, return_dict_in_generate=True, output_logits=bool(k))
+        new = out.sequences[0, ids.shape[1] :].tolist()
+        eos = self.tokenizer.eos_token_id
+        if (
+            len(new) < kwargs["max_new_tokens"]
+            and (not new or new[-1] != eos)
+            and (time.monotonic() - started >= self.settings.timeout_s)
+        ):
+            raise BackendTimeoutError(f"transformers did not finish within {self.settings.timeout_s:g} s")
+        text, stopped = truncate_at_stop(str(self.tokenizer.decode(new, skip_special_tokens=True)), stop)
+        tokens = [self._top(step[0], chosen, k) for step, chosen in zip(out.logits, new, strict=True)] if k else []
+        finished = stopped or (bool(new) and new[-1] == eos)
+        return Completion(
+            text=text,
+            finish_reason="stop" if finished else "length",
+            prompt_tokens=int(ids.shape[1]),
+            completion_tokens=len(new),
+            backend=_BACKEND,
+            model=self.model,
+            tokens=tokens,
+        )
+
+    def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        stop: Sequence[str] | None = None,
+        logprobs: int | None = None,
+    ) -> Completion:
+        """Answer a conversation through the chat template."""
+        return self._run(self._chat_prompt(messages), max_tokens, temperature, stop, logprobs)
+
+    def complete(
+        self,
+        prompt: str,
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        stop: Sequence[str] | None = None,
+        logprobs: int | None = None,
+    ) -> Completion:
+        """Continue ``prompt`` verbatim (only a BOS token is added when the model has one)."""
+        return self._run(prompt, max_tokens, temperature, stop, logprobs)
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        stop: Sequence[str] | None = None,
+    ) -> Iterator[str]:
+        """Yield text deltas from a ``TextIteratorStreamer``; closing early stops generation."""
+        from transformers import StoppingCriteria, StoppingCriteriaList, TextIteratorStreamer
+
+        cancelled = threading.Event()
+        torch = self._torch
+
+        class _Cancel(StoppingCriteria):
+            def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+                return torch.full((input_ids.shape[0],), cancelled.is_set(), dtype=torch.bool)
+
+        streamer = TextIteratorStreamer(
+            self.tokenizer, skip_prompt=True, skip_special_tokens=True, timeout=self.settings.timeout_s
+        )
+        kwargs = self._generate_kwargs(self._encode(self._chat_prompt(messages)), max_tokens, temperature)
+        kwargs |= {"streamer": streamer, "stopping_criteria": StoppingCriteriaList([_Cancel()])}
+        thread = threading.Thread(target=self.lm.generate, kwargs=kwargs, name="hf-stream", daemon=True)
+        started = time.monotonic()
+        thread.start()
+        text = emitted = ""
+        stopped = False
+        try:
+            for piece in streamer:
+                text, stopped = truncate_at_stop(text + piece, stop)
+                if len(text) > len(emitted):
+                    yield text[len(emitted) :]
+                    emitted = text
+                if stopped:
+                    break
+        except queue.Empty as exc:
+            raise BackendTimeoutError(f"transformers produced nothing for {self.settings.timeout_s:g} s") from exc
+        finally:
+            cancelled.set()
+        if not stopped and time.monotonic() - started >= self.settings.timeout_s:  # max_time ended generation
+            raise BackendTimeoutError(f"transformers did not finish within {self.settings.timeout_s:g} s")

@@ -1,0 +1,39 @@
+"""Any OpenAI-compatible server (vLLM, llama.cpp's ``llama-server``, Ollama) through the ``openai`` SDK.
+
+Set ``llm.openai_base_url`` (including ``/v1``) and ``llm.openai_model``. The API
+key is optional: local servers accept any string, so a placeholder is sent when
+the variable named by ``llm.openai_api_key_env`` is unset. Chat log-probabilities
+use ``logprobs=true, top_logprobs=k``; raw completions use ``logprobs=k``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from core.errors import ConfigError
+from core.llm.remote import OpenAIWireLLM
+
+if TYPE_CHECKING:
+    from core.llm.settings import LLMSettings
+
+__all__ = ["OpenAICompatLLM"]
+
+_NO_KEY = "not-needed"  # the SDK insists on a key; local servers ignore it
+
+
+class OpenAICompatLLM(OpenAIWireLLM):
+    """The :class:`~core.llm.base.LLM` protocol over an OpenAI-compatible HTTP server."""
+
+    backend = "openai"
+
+    def __init__(self, settings: LLMSettings, *, api_key: str | None = None) -> None:
+        try:
+            import openai
+        except ImportError as exc:
+            raise ConfigError("The openai backend needs the openai SDK", hint="pip install openai==3.51.0") from exc
+        key = api_key or os.environ.get(settings.openai_api_key_env) or _NO_KEY
+        client = openai.OpenAI(
+            api_key=key, base_url=settings.openai_base_url, timeout=settings.timeout_s, max_retries=0
+        )
+        super().__init__(client, openai, settings.openai_model, settings)

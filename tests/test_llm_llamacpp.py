@@ -1,0 +1,87 @@
+"""The llamacpp backend on the real default model (slow: loads 1.1 GB of weights)."""
+
+from __future__ import annotations
+
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+
+from core.errors import BackendError, BackendTimeoutError
+from core.llm.base import LLM
+from core.llm.factory import make_llm
+from core.llm.llamacpp import LlamaCppLLM
+from core.llm.models import default_model_path, ensure_default_model, load_spec, verify
+from core.settings import Settings, load_settings
+
+pytest.importorskip("xllamacpp")
+pytestmark = pytest.mark.slow
+
+YES_NO = [{"role": "user", "content": "Is aspirin an antiplatelet drug? Answer Yes or No."}]
+
+
+@pytest.fixture(scope="module")
+def settings() -> Settings:
+    settings = load_settings(llm={"backend": "llamacpp", "threads": 1, "n_ctx": 1024, "max_tokens": 8})
+    ensure_default_model(settings)
+    return settings
+
+
+@pytest.fixture(scope="module")
+def local(settings: Settings) -> LLM:
+    llm = make_llm(settings)
+    assert isinstance(llm, LlamaCppLLM) and llm.threads == 1
+    return llm
+
+
+def test_default_model_hash_verifies_in_full(settings: Settings) -> None:
+    spec = load_spec(settings.llm.model_name)
+    assert verify(spec, default_model_path(settings), use_cache=False)
+
+
+def test_chat_answers_yes_with_a_confident_first_token(local: LLM) -> None:
+    out = local.chat(YES_NO, max_tokens=3, logprobs=3)
+    assert out.text.startswith("Yes")
+    assert out.prompt_tokens and out.completion_tokens and out.completion_tokens <= 3
+    first = out.tokens[0]
+    assert first.token == "Yes" and first.prob("Yes") > 0.8 and first.prob("Yes") > first.prob("No")
+    assert sum(math.exp(v) for v in first.top.values()) <= 1.0 + 1e-6
+
+
+def test_complete_continues_a_raw_prompt_with_logprobs(local: LLM) -> None:
+    out = local.complete("The capital of France is", max_tokens=2, logprobs=2)
+    assert "Paris" in out.text and out.finish_reason == "length"
+    assert len(out.tokens) == 2 and all(len(t.top) == 2 for t in out.tokens)
+
+
+def test_stream_yields_the_same_greedy_answer(local: LLM) -> None:
+    assert "".join(local.stream(YES_NO, max_tokens=3)) == local.chat(YES_NO, max_tokens=3).text
+
+
+def test_timeout_stops_generation(settings: Settings) -> None:
+    llm = make_llm(settings.model_copy(update={"llm": settings.llm.model_copy(update={"timeout_s": 0.2})}))
+    assert llm is not None
+    with pytest.raises(BackendTimeoutError):
+        llm.chat([{"role": "user", "content": "Count from 1 to 100."}], max_tokens=200)
+
+
+def test_prompt_longer_than_the_context_is_a_backend_error(local: LLM) -> None:
+    with pytest.raises(BackendError, match="context"):
+        local.complete("word " * 1500, max_tokens=2)
+
+
+def test_a_corrupted_copy_is_refused_and_reassembled(settings: Settings, tmp_path: Path) -> None:
+    copy_settings = load_settings(paths={"model_dir": tmp_path}, llm={"backend": "llamacpp"})
+    target = default_model_path(copy_settings)
+    shutil.copyfile(default_model_path(settings), target)
+    with target.open("r+b") as fh:
+        fh.seek(target.stat().st_size // 2)
+        byte = fh.read(1)
+        fh.seek(-1, 1)
+        fh.write(bytes([byte[0] ^ 0xFF]))
+    with pytest.raises(BackendError, match="sha256") as info:
+        make_llm(copy_settings)
+    assert "assemble --force" in info.value.hint
+    assert ensure_default_model(copy_settings, force=True) == target
+    assert verify(load_spec(copy_settings.llm.model_name), target, use_cache=False)
