@@ -10,10 +10,12 @@ Code catches the narrowest class it can handle; the CLI and the pages print
     ├── InvalidInputError            input rejected before anything is written
     │   ├── EmbeddingError           wrong dimension, NaN or infinite values
     │   ├── ImportRejectedError      a case file with rejected rows (nothing imported)
-    │   └── DocumentError            a document that cannot be parsed
+    │   ├── DocumentError            a document that cannot be parsed
+    │   └── CorpusInputError         bad corpus lines or embeddings (listed by line number)
     ├── ReadOnlyViolationError       inference tried to write
     ├── ImmutableRecordError         a signed report was about to change
     ├── IndexStateError              an index is missing, stale or corrupt
+    │   └── EncoderMismatchError     queried with another encoder than the one that built it
     ├── BackendError                 an LLM or embedding backend failed
     │   ├── BackendTimeoutError
     │   └── BackendAuthError
@@ -28,8 +30,10 @@ __all__ = [
     "BackendTimeoutError",
     "CasebookError",
     "ConfigError",
+    "CorpusInputError",
     "DocumentError",
     "EmbeddingError",
+    "EncoderMismatchError",
     "ImmutableRecordError",
     "ImportRejectedError",
     "IndexStateError",
@@ -91,6 +95,20 @@ class DocumentError(InvalidInputError):
     hint = "The file was skipped; the other files were ingested."
 
 
+class CorpusInputError(InvalidInputError):
+    """A corpus file or its embeddings with bad lines or rows; nothing was built.
+
+    ``problems`` lists ``(line number, message)``; line 0 is a problem with the
+    file as a whole (an embeddings matrix of the wrong shape).
+    """
+
+    hint = "Fix the listed lines and run the same command again; the previous version keeps serving."
+
+    def __init__(self, message: str, problems: list[tuple[int, str]]) -> None:
+        super().__init__(message)
+        self.problems = problems
+
+
 class ReadOnlyViolationError(CasebookError):
     """An inference path tried to write to the store."""
 
@@ -107,6 +125,12 @@ class IndexStateError(CasebookError):
     """An index is missing, stale, corrupt or built by a different encoder."""
 
     hint = "Rebuild it with `python -m core index rebuild` (or the Settings page)."
+
+
+class EncoderMismatchError(IndexStateError):
+    """A query encoder other than the one the index records (model id or dimension differ)."""
+
+    hint = "Query with the encoder named in the index manifest, or ingest the corpus again with this one."
 
 
 class BackendError(CasebookError):

@@ -1,1 +1,38 @@
-"""Knowledge bases: clinical guidelines, FDA drug labels and user documents."""
+"""Knowledge bases: clinical guidelines, FDA drug labels and user documents.
+
+    kb = KnowledgeBase(load_settings())
+    hits = kb.search("isoniazid contraindications", kb="druglabels", top_k=5)
+    hits[0].title, hits[0].section_code, hits[0].drug_names   # drug, LOINC code, names
+    kb.drug_lexicon().find_in("Can isoniazid be given with phenytoin?")
+
+See docs/KNOWLEDGE_BASES.md for the design, the index layout and the
+measured retrieval quality.
+"""
+
+from __future__ import annotations
+
+from core.kb.base import KnowledgeBase
+from core.kb.demo import build_demo_kb, ensure_demo_kb
+from core.kb.ingest import IngestReport
+from core.kb.lexicon import DrugLexicon, LexiconEntry
+from core.kb.retriever import HybridRetriever
+from core.kb.tokens import TokenCounter, make_token_counter
+from core.kb.types import KB_NAMES, Chunk, FileError, Hit, Retriever, SearchMode
+
+__all__ = [
+    "KB_NAMES",
+    "Chunk",
+    "DrugLexicon",
+    "FileError",
+    "Hit",
+    "HybridRetriever",
+    "IngestReport",
+    "KnowledgeBase",
+    "LexiconEntry",
+    "Retriever",
+    "SearchMode",
+    "TokenCounter",
+    "build_demo_kb",
+    "ensure_demo_kb",
+    "make_token_counter",
+]

@@ -1,0 +1,127 @@
+"""``python -m core kb ...``: ingest, build, search, stats and delete knowledge-base documents."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from core.kb.types import KB_NAMES
+
+__all__ = ["register"]
+
+
+def _kb(args: argparse.Namespace) -> Any:
+    from core.cli import settings_from_args
+    from core.kb.base import KnowledgeBase
+
+    return KnowledgeBase(settings_from_args(args))
+
+
+def _ingest(kind: str, default_kb: str) -> Any:
+    def run(args: argparse.Namespace) -> int:
+        from core.cli import emit
+
+        report = _kb(args).ingest(args.paths, kind, args.kb or default_kb, rebuild=args.rebuild)
+        emit(report.to_json(), args.json)
+        return 1 if report.errors and not report.docs else 0
+
+    return run
+
+
+def _build(args: argparse.Namespace) -> int:
+    from core.cli import emit, settings_from_args
+    from core.kb.demo import build_demo_kb
+
+    reports = build_demo_kb(settings_from_args(args), force=args.force)
+    emit({"rebuilt": [r.to_json() for r in reports]}, args.json)
+    return 0
+
+
+def _search(args: argparse.Namespace) -> int:
+    from core.cli import emit
+
+    kb = _kb(args)
+    top_k = args.top_k or kb.settings.kb.top_k
+    hits = kb.search(args.query, args.kb, top_k, args.mode)
+    rows = [
+        {
+            "rank": i,
+            "chunk_id": h.chunk_id,
+            "score": round(h.score, 6),
+            "dense_score": None if h.dense_score is None else round(h.dense_score, 4),
+            "bm25_score": None if h.bm25_score is None else round(h.bm25_score, 4),
+            "title": h.title,
+            "drug": h.title if h.set_id else None,
+            "drug_names": list(h.drug_names),
+            "section": h.section_title,
+            "section_path": list(h.section_path),
+            "loinc": h.section_code,
+            "source": h.source,
+            "page": h.page,
+            "set_id": h.set_id,
+            "text": h.text,
+        }
+        for i, h in enumerate(hits, start=1)
+    ]
+    if args.json:
+        emit(rows, True)
+    else:
+        for r in rows:
+            where = " > ".join([r["title"], *r["section_path"]])
+            print(f"{r['rank']:>2}. {r['score']:.4f}  {where}  [{r['loinc'] or r['source']}]\n    {r['text'][:200]}")
+    return 0
+
+
+def _stats(args: argparse.Namespace) -> int:
+    from core.cli import emit
+
+    emit(_kb(args).stats(), args.json)
+    return 0
+
+
+def _delete(args: argparse.Namespace) -> int:
+    from core.cli import emit
+
+    removed = _kb(args).delete(args.doc_id, args.kb)
+    emit({"deleted": args.doc_id, "kb": args.kb, "chunks_removed": removed}, args.json)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``kb`` command and its sub-commands."""
+    kb = sub.add_parser("kb", help="Knowledge bases: guidelines, FDA drug labels, user documents.")
+    kbsub = kb.add_subparsers(dest="kb_command", required=True)
+
+    for name, kind, default, choices, what in (
+        ("ingest-guidelines", "guideline", "guidelines", ("guidelines", "user"), "Markdown/HTML/PDF guidelines"),
+        ("ingest-spl", "spl", "druglabels", ("druglabels", "user"), "SPL XML labels (files, folders, DailyMed zips)"),
+    ):
+        p = kbsub.add_parser(name, help=f"Ingest {what}.")
+        p.add_argument("paths", nargs="+", help="Files, folders or zip archives.")
+        p.add_argument("--kb", choices=choices, default=None, help=f"Target knowledge base (default {default}).")
+        p.add_argument("--rebuild", action="store_true", help="Replace the index with only these documents.")
+        p.add_argument("--json", action="store_true", help="Print the report as JSON.")
+        p.set_defaults(func=_ingest(kind, default))
+
+    p = kbsub.add_parser("build", help="Build or refresh the demo KBs from the assets folder when missing or stale.")
+    p.add_argument("--force", action="store_true", help="Rebuild even when up to date.")
+    p.add_argument("--json", action="store_true", help="Print the report as JSON.")
+    p.set_defaults(func=_build)
+
+    p = kbsub.add_parser("search", help="Search one knowledge base.")
+    p.add_argument("query")
+    p.add_argument("--kb", choices=KB_NAMES, required=True)
+    p.add_argument("--top-k", type=int, default=None, help="Hits to return (default kb.top_k).")
+    p.add_argument("--mode", choices=("hybrid", "dense", "bm25"), default="hybrid")
+    p.add_argument("--json", action="store_true", help="Print hits as JSON.")
+    p.set_defaults(func=_search)
+
+    p = kbsub.add_parser("stats", help="Documents, chunks and build settings of every knowledge base.")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_stats)
+
+    p = kbsub.add_parser("delete", help="Delete one document (by doc_id) from a knowledge base.")
+    p.add_argument("doc_id")
+    p.add_argument("--kb", choices=KB_NAMES, default="user")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_delete)

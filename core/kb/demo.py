@@ -1,0 +1,95 @@
+"""The demo knowledge bases, built from ``<assets_dir>/<kb.demo_subdir>/{guidelines,labels}``.
+
+:func:`ensure_demo_kb` is idempotent: it fingerprints the source files and
+every setting that shapes the index and rebuilds only what changed, so a
+repeat call costs a few file hashes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from core.errors import CasebookError
+from core.kb.guidelines import GUIDELINE_SUFFIXES
+from core.kb.index import FORMAT_VERSION, file_sha256, kb_link, read_manifest
+from core.kb.ingest import PARSER_VERSION
+
+if TYPE_CHECKING:
+    from core.kb.base import KnowledgeBase
+    from core.kb.ingest import IngestReport
+    from core.settings import Settings
+
+__all__ = ["DEMO_SOURCES", "build_demo_kb", "demo_fingerprint", "ensure_demo_kb"]
+
+log = logging.getLogger(__name__)
+
+# Settings whose change makes a demo index stale.
+_SHAPING = {"chunk_tokens", "chunk_overlap", "spl_section_tokens", "header_in_index", "bm25_stemmer",
+            "ivf_min_chunks", "ivf_nlist"}  # fmt: skip
+
+# kb name -> (sub-folder of the demo assets, document kind, file suffixes)
+DEMO_SOURCES: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "guidelines": ("guidelines", "guideline", GUIDELINE_SUFFIXES),
+    "druglabels": ("labels", "spl", (".xml",)),
+}
+
+
+def _demo_files(settings: Settings, kb: str) -> list[Path]:
+    folder = settings.paths.resolve(settings.paths.assets_dir) / settings.kb.demo_subdir / DEMO_SOURCES[kb][0]
+    suffixes = DEMO_SOURCES[kb][2]
+    return (
+        sorted(p for p in folder.glob("*") if p.is_file() and p.suffix.lower() in suffixes) if folder.is_dir() else []
+    )
+
+
+def demo_fingerprint(settings: Settings, kb: str) -> str:
+    """Hash of the demo sources of ``kb`` and of the settings that shape its index."""
+    payload: dict[str, Any] = {
+        "format": FORMAT_VERSION,
+        "parser": PARSER_VERSION,
+        "files": {p.name: file_sha256(p) for p in _demo_files(settings, kb)},
+        "embed": settings.embed.model_dump(mode="json", exclude={"threads", "batch_size"}),
+        "kb": settings.kb.model_dump(mode="json", include=_SHAPING),
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+def _is_current(settings: Settings, kb: str, fingerprint: str) -> bool:
+    root = settings.paths.resolve(settings.paths.index_dir)
+    link = kb_link(root, kb)
+    if not link.exists():
+        return False
+    try:
+        return read_manifest(link.resolve()).get("demo_fingerprint") == fingerprint
+    except CasebookError:
+        return False
+
+
+def build_demo_kb(settings: Settings, force: bool = False, base: KnowledgeBase | None = None) -> list[IngestReport]:
+    """Rebuild each demo KB whose sources or settings changed (all of them with ``force``)."""
+    from core.kb.base import KnowledgeBase
+
+    reports = []
+    for kb, (_, kind, _) in DEMO_SOURCES.items():
+        files = _demo_files(settings, kb)
+        if not files:
+            log.warning("no demo sources for kb_%s under %s", kb, settings.paths.assets_dir)
+            continue
+        fingerprint = demo_fingerprint(settings, kb)
+        if not force and _is_current(settings, kb, fingerprint):
+            continue
+        base = base or KnowledgeBase(settings)
+        report = base.ingest(files, kind, kb, rebuild=True, extra={"demo_fingerprint": fingerprint})
+        for err in report.errors:
+            log.warning("demo kb_%s: skipped %s: %s", kb, err.source, err.error)
+        reports.append(report)
+    return reports
+
+
+def ensure_demo_kb(settings: Settings) -> None:
+    """Build or refresh the demo knowledge bases when missing or stale (fast when up to date)."""
+    build_demo_kb(settings)

@@ -1,0 +1,224 @@
+"""Structure-aware readers for Markdown (with YAML front matter), HTML and PDF.
+
+Each returns ``(blocks, info)``: text blocks tagged with their heading path
+(and page for PDF) plus document metadata. Failures raise
+:class:`DocumentError` with the file name.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from typing import Any
+
+import yaml
+
+from core.errors import DocumentError
+from core.kb.guidelines import Block, DocInfo
+from core.kb.settings import KBSettings
+
+__all__ = ["parse_html", "parse_markdown", "parse_pdf", "year_of"]
+
+_FRONT = re.compile(r"\A---\s*\n(.*?)\n---\s*(\n|\Z)", re.DOTALL)
+
+
+def year_of(value: object) -> int | None:
+    """The first plausible year (1900-2099) in ``value``."""
+    match = re.search(r"(19|20)\d{2}", str(value or ""))
+    return int(match.group(0)) if match else None
+
+
+def _decode(data: bytes, source: str) -> str:
+    if b"\x00" in data[:65536]:
+        raise DocumentError(f"{source}: binary data, not a text document")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise DocumentError(f"{source}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+
+
+class _Headings:
+    """The current heading path; a heading of level n replaces levels >= n."""
+
+    def __init__(self) -> None:
+        self._stack: list[tuple[int, str]] = []
+
+    def push(self, level: int, title: str) -> None:
+        self._stack = [(lv, t) for lv, t in self._stack if lv < level]
+        self._stack.append((level, title))
+
+    @property
+    def path(self) -> tuple[str, ...]:
+        return tuple(t for _, t in self._stack)
+
+
+def _clean(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def parse_markdown(data: bytes, source: str, settings: KBSettings) -> tuple[list[Block], DocInfo]:
+    """Markdown with optional YAML front matter (title, organisation, year, source)."""
+    from markdown_it import MarkdownIt
+
+    text = _decode(data, source)
+    meta: dict[str, Any] = {}
+    front = _FRONT.match(text)
+    if front:
+        try:
+            loaded = yaml.safe_load(front.group(1))
+        except yaml.YAMLError as exc:
+            raise DocumentError(f"{source}: invalid YAML front matter ({exc})") from exc
+        meta = loaded if isinstance(loaded, dict) else {}
+        text = text[front.end() :]
+    info = DocInfo(
+        title=_clean(str(meta.get("title") or "")),
+        organisation=str(meta.get("organisation") or meta.get("organization") or "") or None,
+        year=year_of(meta.get("year")),
+        source=str(meta.get("source") or "") or None,
+    )
+    heads, blocks, row = _Headings(), [], []
+    tokens = MarkdownIt("commonmark").enable("table").parse(text)
+    for i, tok in enumerate(tokens):
+        if tok.type == "inline":
+            inline = _clean(
+                "".join(
+                    c.content if c.type in ("text", "code_inline") else " "
+                    for c in tok.children or []
+                    if c.type in ("text", "code_inline", "softbreak", "hardbreak")
+                )
+            )
+            opener = tokens[i - 1].type if i else ""
+            if opener == "heading_open":
+                level = int(tokens[i - 1].tag[1])
+                if level == 1 and (not info.title or inline.lower() == info.title.lower()):
+                    info.title = info.title or inline
+                    continue
+                heads.push(level, inline)
+            elif opener in ("th_open", "td_open"):
+                row.append(inline)
+            elif inline:
+                blocks.append(Block(heads.path, inline))
+        elif tok.type == "tr_close" and row:
+            blocks.append(Block(heads.path, " | ".join(c for c in row if c)))
+            row = []
+        elif tok.type in ("fence", "code_block") and tok.content.strip():
+            blocks.append(Block(heads.path, tok.content))
+    return blocks, info
+
+
+_BLOCK_TAGS = ("p", "li", "pre", "blockquote", "dd", "dt", "tr", "figcaption")
+_HEAD_TAGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+
+
+def parse_html(data: bytes, source: str, settings: KBSettings) -> tuple[list[Block], DocInfo]:
+    """HTML: headings h1-h6 give the path; paragraphs, list items, table rows and pre blocks give text."""
+    from bs4 import BeautifulSoup
+
+    text = _decode(data, source)
+    soup = BeautifulSoup(text, "html.parser")
+    for junk in soup(["script", "style", "noscript", "nav", "template"]):
+        junk.decompose()
+
+    def meta(*names: str) -> str | None:
+        for name in names:
+            tag = soup.find("meta", attrs={"name": name})
+            if tag is not None and tag.get("content"):
+                return str(tag.get("content"))
+        return None
+
+    info = DocInfo(
+        title=_clean(soup.title.get_text()) if soup.title else "",
+        organisation=meta("organisation", "organization", "author", "dc.publisher"),
+        year=year_of(meta("year", "dc.date", "date")),
+        source=meta("source", "dc.source"),
+    )
+    heads, blocks = _Headings(), []
+    for el in soup.find_all([*_HEAD_TAGS, *_BLOCK_TAGS]):
+        name = el.name or ""
+        if name in _HEAD_TAGS:
+            title, level = _clean(el.get_text(" ")), int(name[1])
+            if level == 1 and (not info.title or title.lower() == info.title.lower()):
+                info.title = info.title or title
+                continue
+            heads.push(level, title)
+        elif name == "tr":
+            cells = [_clean(c.get_text(" ")) for c in el.find_all(["td", "th"])]
+            blocks.append(Block(heads.path, " | ".join(c for c in cells if c)))
+        elif el.find_parent("tr") is None:
+            # Text whose nearest block ancestor is this element (nested blocks speak for themselves).
+            own = [s for s in el.find_all(string=True) if s.find_parent([*_BLOCK_TAGS, *_HEAD_TAGS]) is el]
+            blocks.append(Block(heads.path, _clean(" ".join(own))))
+    return [b for b in blocks if b.text], info
+
+
+def _outline(reader: Any) -> list[tuple[int, int, str]]:
+    """(page index, level, title) of every PDF bookmark, in page order."""
+    out: list[tuple[int, int, str]] = []
+
+    def walk(items: list[Any], level: int) -> None:
+        for item in items:
+            if isinstance(item, list):
+                walk(item, level + 1)
+                continue
+            page = reader.get_destination_page_number(item)
+            if page is not None and page >= 0:
+                out.append((page, level, _clean(str(item.title))))
+
+    walk(list(reader.outline or []), 1)
+    return sorted(out, key=lambda t: t[0])
+
+
+_NUMBERED = re.compile(r"^(\d+(?:\.\d+){0,3})\.?\s+([A-Z][^.!?]{2,90})$")
+
+
+def parse_pdf(data: bytes, source: str, settings: KBSettings) -> tuple[list[Block], DocInfo]:
+    """PDF via pypdf: bookmarks (or numbered heading lines) give the path; every block keeps its page."""
+    from pypdf import PdfReader
+    from pypdf.errors import PyPdfError
+
+    try:
+        reader = PdfReader(io.BytesIO(data), strict=False)
+        if reader.is_encrypted:
+            raise DocumentError(f"{source}: encrypted PDF")
+        if len(reader.pages) > settings.max_pdf_pages:
+            raise DocumentError(f"{source}: {len(reader.pages)} pages is over the {settings.max_pdf_pages}-page limit")
+        pages = [page.extract_text() or "" for page in reader.pages]
+        outline = _outline(reader)
+        meta = reader.metadata
+    except DocumentError:
+        raise
+    except (PyPdfError, ValueError, KeyError, TypeError, AttributeError, IndexError, RecursionError) as exc:
+        # pypdf reports damaged files through many exception types.
+        raise DocumentError(f"{source}: unreadable PDF ({type(exc).__name__}: {exc})") from exc
+    if not any(p.strip() for p in pages):
+        raise DocumentError(f"{source}: no extractable text (empty or image-only PDF; OCR is not supported)")
+    info = DocInfo(
+        title=_clean(str(meta.title)) if meta and meta.title else "",
+        organisation=str(meta.author) if meta and meta.author else None,
+        year=year_of(meta.get("/CreationDate")) if meta else None,
+    )
+    heads, blocks = _Headings(), []
+    pending = list(outline)
+    for number, text in enumerate(pages):
+        titles_here = {t.lower(): lv for pg, lv, t in pending if pg == number}
+        while pending and pending[0][0] < number:  # bookmarks whose title was not found in the text
+            _, level, title = pending.pop(0)
+            heads.push(level, title)
+        para: list[str] = []
+        for line in (ln.strip() for ln in text.splitlines()):
+            numbered = _NUMBERED.match(line) if not outline else None
+            head_level: int | None = titles_here.get(line.lower())
+            if head_level is None and numbered:
+                head_level = numbered.group(1).count(".") + 1
+            if head_level is None:
+                if line:
+                    para.append(line)
+                continue
+            if para:
+                blocks.append(Block(heads.path, " ".join(para), number + 1))
+                para = []
+            heads.push(head_level, line)
+            pending = [p for p in pending if not (p[0] == number and p[2].lower() == line.lower())]
+        if para:
+            blocks.append(Block(heads.path, " ".join(para), number + 1))
+    return blocks, info

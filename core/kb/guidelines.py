@@ -1,0 +1,113 @@
+"""Guideline documents (Markdown, HTML, PDF) -> section-aware chunks.
+
+Each parser turns a file into :class:`Block` s (section path, text, page) and
+:func:`chunk_blocks` windows each section separately into chunks of
+``settings.kb.chunk_tokens`` with ``chunk_overlap`` tokens of overlap, so a
+chunk never spans two sections and never cuts a word.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import PurePath
+
+from core.errors import DocumentError
+from core.kb.chunking import window_words
+from core.kb.settings import KBSettings
+from core.kb.tokens import TokenCounter
+from core.kb.types import Chunk, Document
+
+__all__ = ["GUIDELINE_SUFFIXES", "Block", "DocInfo", "chunk_blocks", "doc_id_for", "parse_guideline"]
+
+GUIDELINE_SUFFIXES = (".md", ".markdown", ".html", ".htm", ".pdf")
+
+
+@dataclass(frozen=True)
+class Block:
+    """A run of text under one section path; ``page`` is 1-based for PDFs."""
+
+    path: tuple[str, ...]
+    text: str
+    page: int | None = None
+
+
+@dataclass
+class DocInfo:
+    """Document-level metadata from front matter, HTML meta tags or PDF info."""
+
+    title: str = ""
+    organisation: str | None = None
+    year: int | None = None
+    source: str | None = None
+
+
+def doc_id_for(source: str, data: bytes) -> str:
+    """A stable, readable document id: the file stem plus a short content hash."""
+    stem = re.sub(r"[^a-z0-9]+", "-", PurePath(source).stem.lower()).strip("-")[:48] or "doc"
+    return f"{stem}-{hashlib.sha256(data).hexdigest()[:8]}"
+
+
+def chunk_blocks(
+    blocks: list[Block], info: DocInfo, doc_id: str, source: str, kb: str, settings: KBSettings, counter: TokenCounter
+) -> list[Chunk]:
+    """Window every section's words into overlapping chunks and attach the metadata."""
+    sections: list[tuple[tuple[str, ...], list[tuple[str, int | None]]]] = []
+    for block in blocks:
+        words = [(w, block.page) for w in block.text.split()]
+        if not words:
+            continue
+        if sections and sections[-1][0] == block.path:
+            sections[-1][1].extend(words)
+        else:
+            sections.append((block.path, words))
+    chunks: list[Chunk] = []
+    for path, words in sections:
+        plain = [w for w, _ in words]
+        for win in window_words(plain, settings.chunk_tokens, settings.chunk_overlap, counter):
+            chunks.append(
+                Chunk(
+                    chunk_id=f"{doc_id}#c{len(chunks)}",
+                    doc_id=doc_id,
+                    kb=kb,
+                    text=" ".join(plain[win.start : win.end]),
+                    source=info.source or source,
+                    title=info.title,
+                    section_path=path,
+                    section_title=path[-1] if path else "",
+                    organisation=info.organisation,
+                    year=info.year,
+                    page=words[win.start][1],
+                )
+            )
+    return chunks
+
+
+def _parser_for(source: str) -> Callable[[bytes, str, KBSettings], tuple[list[Block], DocInfo]]:
+    from core.kb import docparse
+
+    suffix = PurePath(source).suffix.lower()
+    if suffix in (".md", ".markdown"):
+        return docparse.parse_markdown
+    if suffix in (".html", ".htm"):
+        return docparse.parse_html
+    if suffix == ".pdf":
+        return docparse.parse_pdf
+    raise DocumentError(f"{source}: unsupported guideline file type {suffix or '(none)'!r}; use .md, .html or .pdf")
+
+
+def parse_guideline(data: bytes, source: str, kb: str, settings: KBSettings, counter: TokenCounter) -> Document:
+    """Parse one guideline file into a :class:`Document`; raises :class:`DocumentError` when unusable."""
+    parser = _parser_for(source)
+    limit = int(settings.max_file_mb * 1024 * 1024)
+    if len(data) > limit:
+        raise DocumentError(f"{source}: {len(data)} bytes is over the {limit}-byte limit")
+    blocks, info = parser(data, source, settings)
+    info.title = info.title or PurePath(source).stem
+    doc_id = doc_id_for(source, data)
+    chunks = chunk_blocks(blocks, info, doc_id, source, kb, settings, counter)
+    if not chunks:
+        raise DocumentError(f"{source}: no text found")
+    return Document(doc_id, source, info.title, hashlib.sha256(data).hexdigest(), chunks)

@@ -1,0 +1,162 @@
+"""Ingestion: parse files (skipping bad ones with a per-file error), embed new chunks, swap in a new version.
+
+Updates are incremental: the new version copies the live version's chunks and
+vectors (no re-embedding), drops replaced or deleted documents, appends the
+new ones and rebuilds BM25. Everything happens in a temporary folder; the
+live index changes only at the final atomic swap.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from core.embed import Embedder
+from core.errors import DocumentError, IndexStateError
+from core.kb.guidelines import GUIDELINE_SUFFIXES, parse_guideline
+from core.kb.index import IndexBuilder, kb_link
+from core.kb.reader import open_index
+from core.kb.settings import KBSettings
+from core.kb.sources import iter_sources
+from core.kb.spl import parse_spl
+from core.kb.tokens import TokenCounter
+from core.kb.types import Document, FileError
+
+__all__ = ["PARSER_VERSION", "SPEC_KEYS", "IngestReport", "apply_update", "index_spec", "parse_files"]
+
+log = logging.getLogger(__name__)
+
+SPEC_KEYS = ("encoder_id", "dim", "tokenizer_id", "chunk_tokens", "chunk_overlap", "spl_section_tokens",
+             "header_in_index", "bm25_stemmer")  # fmt: skip
+
+# Bump when parsing or chunking changes what an index holds: demo KBs built by older code are rebuilt.
+PARSER_VERSION = 2
+
+Parser = Callable[[bytes, str, str, KBSettings, TokenCounter], Document]
+PARSERS: dict[str, tuple[Parser, tuple[str, ...]]] = {
+    "guideline": (parse_guideline, GUIDELINE_SUFFIXES),
+    "spl": (parse_spl, (".xml",)),
+}
+
+
+@dataclass
+class IngestReport:
+    """What one ingestion did: documents added, chunks, skipped files with reasons, time."""
+
+    kb: str
+    docs: list[str] = field(default_factory=list)
+    chunks_added: int = 0
+    total_chunks: int = 0
+    errors: list[FileError] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready form for the CLI."""
+        return {
+            "kb": self.kb,
+            "docs_added": len(self.docs),
+            "doc_ids": self.docs,
+            "chunks_added": self.chunks_added,
+            "total_chunks": self.total_chunks,
+            "skipped": [{"source": e.source, "error": e.error} for e in self.errors],
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def index_spec(embedder: Embedder, counter: TokenCounter, settings: KBSettings) -> dict[str, Any]:
+    """The manifest fields that must match for an index to be re-used."""
+    return {
+        "encoder_id": embedder.model_id,
+        "dim": int(embedder.dim),
+        "tokenizer_id": counter.tokenizer_id,
+        "chunk_tokens": settings.chunk_tokens,
+        "chunk_overlap": settings.chunk_overlap,
+        "spl_section_tokens": settings.spl_section_tokens,
+        "header_in_index": settings.header_in_index,
+        "bm25_stemmer": settings.bm25_stemmer,
+    }
+
+
+def parse_files(
+    paths: Sequence[Path | str], kind: str, kb: str, settings: KBSettings, counter: TokenCounter
+) -> tuple[list[Document], list[FileError]]:
+    """Parse every document under ``paths``; bad files become :class:`FileError` entries, never exceptions."""
+    parser, suffixes = PARSERS[kind]
+    docs: dict[str, Document] = {}
+    errors: list[FileError] = []
+    for item in tqdm(iter_sources(paths, suffixes, settings), desc=f"parse {kind}", unit="file",
+                     disable=not settings.progress):  # fmt: skip
+        if item.data is None:
+            errors.append(FileError(item.name, item.error or "unreadable"))
+            continue
+        try:
+            doc = parser(item.data, item.name, kb, settings, counter)
+        except DocumentError as exc:
+            errors.append(FileError(item.name, str(exc)))
+            log.warning("skipped %s", exc)
+            continue
+        docs[doc.doc_id] = doc  # a later file with the same id (newer label version) wins
+    return list(docs.values()), errors
+
+
+def _check_spec(manifest: dict[str, Any], spec: dict[str, Any], kb: str) -> None:
+    diff = {k: (manifest.get(k), spec[k]) for k in SPEC_KEYS if manifest.get(k) != spec[k]}
+    if diff:
+        detail = "; ".join(f"{k}: index {a!r} vs now {b!r}" for k, (a, b) in diff.items())
+        raise IndexStateError(
+            f"Index kb_{kb} was built with other settings ({detail})",
+            hint="Rebuild it (`python -m core kb build`, or ingest again with --rebuild).",
+        )
+
+
+def apply_update(
+    root: Path,
+    kb: str,
+    embedder: Embedder,
+    counter: TokenCounter,
+    settings: KBSettings,
+    add: Sequence[Document] = (),
+    remove: frozenset[str] = frozenset(),
+    fresh: bool = False,
+    extra: dict[str, Any] | None = None,
+) -> int:
+    """Write a new version of ``kb``: the live one minus ``remove`` and replaced ids, plus ``add``.
+
+    ``fresh`` ignores the live version. Returns the new chunk count.
+    """
+    spec = index_spec(embedder, counter, settings)
+    drop = set(remove) | {d.doc_id for d in add}
+    old = None if fresh or not kb_link(root, kb).exists() else open_index(root, kb, settings)
+    if old is not None:
+        _check_spec(old.manifest, spec, kb)
+    with IndexBuilder(root, kb, spec, settings) as builder:
+        if old is not None:
+            batch: list[Any] = []
+            for pos, chunk in old.store.iter_chunks():
+                if chunk.doc_id not in drop:
+                    batch.append((pos, chunk))
+                if len(batch) >= 4096:
+                    builder.add([c for _, c in batch], old.vectors_at([p for p, _ in batch]))
+                    batch = []
+            if batch:
+                builder.add([c for _, c in batch], old.vectors_at([p for p, _ in batch]))
+            for doc in old.store.docs():
+                if doc[0] not in drop:
+                    builder.add_document(doc, {n: k for n, k, _ in old.store.names(doc[0])})
+            old.close()
+        chunks = [c for d in add for c in d.chunks]
+        bar = tqdm(total=len(chunks), desc=f"embed kb_{kb}", unit="chunk", disable=not settings.progress)
+        for start in range(0, len(chunks), settings.embed_batch):
+            part = chunks[start : start + settings.embed_batch]
+            builder.add(part, embedder.embed_passages([c.index_text(settings.header_in_index) for c in part]))
+            bar.update(len(part))
+        bar.close()
+        for d in add:
+            builder.add_document((d.doc_id, d.source, d.title, d.sha256, len(d.chunks)), d.names)
+        builder.commit(extra)
+        return builder.count
