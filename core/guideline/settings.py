@@ -1,15 +1,247 @@
-"""Settings group for Guideline QA (registered in :mod:`core.settings` as `` routing, structural constraints, gates and abstention.:guideline``)."""
+"""Settings group for Guideline QA (registered in :mod:`core.settings` as ``guideline``).
+
+Every number and every configurable list of :mod:`core.guideline` lives here
+once, with its default and a description; no function in the package carries a
+second default. Override from the environment with
+``CASEBOOK_GUIDELINE__<FIELD>``, for example ``CASEBOOK_GUIDELINE__TAU=0.3``.
+How the retrieval-confidence scale is calibrated: docs/GUIDELINE_QA.md.
+"""
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = ["GuidelineQASettings"]
 
+_DOMAIN_TRIGGERS = [
+    "tb", "tuberculosis", "tubercular", "mycobacterium", "mycobacterial", "ltbi", "latent", "mdr-tb", "rr-tb",
+    "xdr-tb", "pre-xdr", "mdr", "bpal", "bpalm", "igra", "quantiferon", "tst", "tuberculin", "mantoux", "sputum",
+    "afb", "smear", "xpert", "naat", "bcg", "pneumonia", "cap", "community-acquired", "pneumococcal",
+    "legionella", "curb-65", "crb-65", "psi", "antitubercular", "antituberculosis", "anti-tb",
+    "preventive treatment", "tpt", "rifamycin", "lower respiratory tract infection",
+]  # fmt: skip
+_DRUG_TASK = [
+    "dose", "doses", "dosage", "dosing", "mg", "side effect", "side effects", "adverse", "adverse reactions",
+    "toxicity", "interaction", "interactions", "interact", "contraindicated", "contraindication",
+    "contraindications", "pregnancy", "pregnant", "breastfeeding", "lactation", "warning", "warnings",
+    "boxed warning", "overdose", "overdosage", "renal impairment", "hepatic impairment", "mechanism",
+    "how supplied", "storage", "qt", "monitoring", "label", "take with food",
+]  # fmt: skip
+_GUIDE_TASK = [
+    "diagnose", "diagnosis", "diagnosed", "diagnostic", "test", "tests", "testing", "screen", "screening",
+    "regimen", "regimens", "treat", "treatment", "therapy", "manage", "management", "guideline", "guidelines",
+    "recommend", "recommended", "recommendation", "empiric", "outpatient", "inpatient", "icu", "severity",
+    "admission", "admit", "duration", "how long", "prevent", "prevention", "culture", "radiograph", "x-ray",
+    "who should", "first-line", "second-line", "criteria", "antibiotic", "antibiotics", "procalcitonin",
+    "detect", "confirm", "rule out", "ruled out", "eligible", "interpret", "specimen",
+]  # fmt: skip
+_DIAG_INTENT = [
+    "diagnose", "diagnosis", "diagnosed", "diagnostic", "test", "tests", "testing", "detect", "detection",
+    "confirm", "screen", "workup", "work-up", "rule out", "ruled out", "specimen", "identify the cause",
+]  # fmt: skip
+_DIAG_EVIDENCE = [
+    "culture", "radiograph", "x-ray", "test", "igra", "interferon-gamma", "smear",
+    "naat", "xpert", "sputum", "specimen", "tuberculin", "tst", "microscopy", "pcr", "blood culture",
+    "urinary antigen", "procalcitonin", "computed tomography", "imaging", "diagnos", "assay", "lf-lam",
+    "line probe", "dst", "susceptibility testing", "genotypic", "phenotypic", "aspirate", "stool", "lumbar",
+]  # fmt: skip
+_SECTION_GROUPS = {
+    "side effect": ["34084-4", "adverse reactions", "side effects"],
+    "adverse": ["34084-4", "adverse reactions", "side effects"],
+    "toxicity": ["34084-4", "43685-7", "34071-1", "adverse reactions", "warnings"],
+    "dose": ["34068-7", "dosage and administration", "dosing"],
+    "dosage": ["34068-7", "dosage and administration", "dosing"],
+    "dosing": ["34068-7", "dosage and administration", "dosing"],
+    "pregnan": ["43684-0", "42228-7", "specific populations", "pregnancy"],
+    "breastfeed": ["43684-0", "specific populations", "lactation"],
+    "lactation": ["43684-0", "specific populations", "lactation"],
+    "interact": ["34073-7", "drug interactions"],
+    "contraindicat": ["34070-3", "contraindications"],
+    "warning": ["34066-1", "43685-7", "34071-1", "boxed warning", "warnings"],
+    "boxed warning": ["34066-1", "boxed warning"],
+    "overdos": ["34088-5", "overdosage"],
+    "mechanism": ["34090-1", "clinical pharmacology", "mechanism"],
+    "indicat": ["34067-9", "indications"],
+}
+_HIGH_RISK = [
+    "hiv", "aids", "carbapenem", "carbapenems", "meropenem", "imipenem", "vancomycin", "pregnancy", "pregnant",
+    "death", "mortality", "fatal", "contraindicated", "boxed warning", "hepatotoxicity", "hepatitis",
+    "qt prolongation", "torsades", "lactic acidosis", "seizures", "optic neuritis", "blindness", "children",
+    "pediatric", "corticosteroids", "steroids", "icu", "intubation", "surgery", "chemotherapy", "transplant",
+]  # fmt: skip
+_MEDICAL_TERMS = [
+    "tuberculosis", "pneumonia", "hiv", "aids", "hepatitis", "hepatotoxicity", "neuropathy", "optic neuritis",
+    "qt prolongation", "arrhythmia", "torsades", "diabetes", "cancer", "sepsis", "meningitis", "seizures",
+    "lactic acidosis", "myelosuppression", "thrombocytopenia", "anemia", "anaemia", "gout", "hyperuricemia",
+    "pancreatitis", "rash", "jaundice", "carbapenem", "vancomycin", "corticosteroids", "insulin", "warfarin",
+    "pregnancy", "ventilation", "intubation", "dialysis", "transplant", "chemotherapy", "surgery", "radiograph",
+    "culture", "sputum", "biopsy", "igra", "tst", "naat",
+]  # fmt: skip
+_GLOSSARY = {
+    "hepatotoxicity": "liver injury", "hepatotoxic": "harmful to the liver", "hepatic impairment":
+    "reduced liver function", "renal impairment": "reduced kidney function", "peripheral neuropathy":
+    "nerve damage in the hands and feet", "is contraindicated": "must not be used",
+    "are contraindicated": "must not be used", "contraindicated": "not to be used", "administered": "given",
+    "concomitant": "combined", "concomitantly": "together", "adverse reactions": "side effects",
+    "adverse reaction": "side effect", "orally": "by mouth", "intravenously": "through a drip into a vein",
+    "discontinue": "stop", "discontinued": "stopped", "discontinuation": "stopping", "initiate": "start",
+    "initiated": "started", "initiation": "start", "prophylaxis": "prevention", "efficacy": "benefit",
+    "prior to": "before", "approximately": "about", "elevated": "raised", "bacteriostatic":
+    "stops bacteria from growing", "bactericidal": "kills bacteria", "pulmonary": "lung", "empiric": "first",
+    "regimen": "treatment plan", "regimens": "treatment plans", "induration": "hard swelling", "pediatric":
+    "child", "paediatric": "child", "hypersensitivity": "allergy", "teratogenic": "harmful to an unborn baby",
+}  # fmt: skip
+_STOPWORDS = [
+    "a", "about", "above", "after", "again", "against", "all", "also", "am", "an", "and", "any", "are", "as",
+    "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "could",
+    "did", "do", "does", "doing", "down", "during", "each", "few", "for", "from", "further", "had", "has",
+    "have", "having", "he", "her", "here", "hers", "him", "his", "how", "i", "if", "in", "into", "is", "it",
+    "its", "itself", "just", "may", "me", "might", "more", "most", "must", "my", "no", "nor", "not", "now",
+    "of", "off", "on", "once", "only", "or", "other", "our", "out", "over", "own", "same", "shall", "she",
+    "should", "so", "some", "such", "than", "that", "the", "their", "them", "then", "there", "these", "they",
+    "this", "those", "through", "to", "too", "under", "until", "up", "very", "was", "we", "were", "what",
+    "when", "where", "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your", "per",
+    "use", "used", "using", "e.g", "i.e", "etc", "also", "within", "without", "however", "therefore",
+]  # fmt: skip
+
 
 class GuidelineQASettings(BaseModel):
-    """Guideline QA"""
+    """Routing, structural retrieval constraints, verification gates and abstention (docs/GUIDELINE_QA.md)."""
 
     model_config = ConfigDict(extra="forbid", validate_default=True)
 
     enabled: bool = Field(True, description="Whether this feature is offered in the app and CLI.")
+    writer: Literal["extractive", "llm"] = Field(
+        "extractive",
+        description="Who writes the answer bullets: `extractive` (evidence sentences chosen verbatim) or `llm` "
+        "(the `llm.backend` model, then the same gates). Extractive by default: a manual read of the small local "
+        "model's answers found clinically wrong bullets that still passed the lexical gates (docs/GUIDELINE_QA.md).",
+    )
+
+    # Router.
+    domain_triggers: list[str] = Field(
+        _DOMAIN_TRIGGERS, description="Words/phrases that put a question in the TB/CAP domain (whole words)."
+    )
+    drug_task_keywords: list[str] = Field(_DRUG_TASK, description="Task words of a drug-label question.")
+    guideline_task_keywords: list[str] = Field(_GUIDE_TASK, description="Task words of a guideline question.")
+    diagnosis_intent_keywords: list[str] = Field(
+        _DIAG_INTENT, description="Words that give a question diagnosis intent (switches on the diagnosis gate)."
+    )
+
+    # Retrieval and structural constraints.
+    candidates: int = Field(30, ge=1, le=100, description="Chunks fetched from each searched KB before the filters.")
+    search_mode: Literal["hybrid", "dense", "bm25"] = Field(
+        "hybrid", description="Search mode for candidates: `hybrid`, `dense` or `bm25`."
+    )
+    evidence_chunks: int = Field(4, ge=1, description="Best surviving chunks (per answer) used as evidence.")
+    alpha: float = Field(0.12, ge=0, description="Section boost added to a chunk whose section matches the question.")
+    section_groups: dict[str, list[str]] = Field(
+        _SECTION_GROUPS,
+        description="Question keyword (prefix, lowercase) -> section group: LOINC codes or words matched against "
+        "the section title/path. When one matched keyword contains another, only the longer one counts.",
+    )
+    drug_aliases: dict[str, list[str]] = Field(
+        {"rifampin": ["rifampicin"], "rifapentine": ["rifapentin"], "isoniazid": ["isonicotinic acid hydrazide"]},
+        description="Drug anchor filter: extra spellings of a lexicon name (INN vs USAN) that guidelines use.",
+    )
+    label_must_match_drug: bool = Field(
+        True,
+        description="Drug anchor filter: a drug-label chunk passes only when it is the target drug's own label "
+        "(a mention inside another drug's label does not count). Guideline chunks need the name in title or text.",
+    )
+    diagnosis_keywords: list[str] = Field(
+        _DIAG_EVIDENCE, description="Diagnosis gate: a chunk must contain one of these (prefix match) in its window."
+    )
+    diagnosis_window_chars: int = Field(
+        900, ge=1, description="Diagnosis gate: characters of chunk text inspected (plus its metadata)."
+    )
+
+    # Abstention: calibrated retrieval confidence.
+    thresholds: dict[str, float] = Field(
+        {"guidelines": 0.65, "druglabels": 0.65, "user": 0.65},
+        description="Per-KB minimum calibrated retrieval confidence of the best surviving chunk.",
+    )
+    default_threshold: float = Field(0.65, ge=0, le=1, description="Threshold for a KB missing from `thresholds`.")
+    calib_midpoint: dict[str, float] = Field(
+        {"guidelines": 0.8641, "druglabels": 0.8583, "default": 0.8612},
+        description="Logistic calibration: dense cosine at which confidence is 0.5, per KB (`default` for others; "
+        "fitted, see docs/GUIDELINE_QA.md).",
+    )
+    calib_scale: dict[str, float] = Field(
+        {"guidelines": 0.01065, "druglabels": 0.01153, "default": 0.0111},
+        description="Logistic calibration: cosine change that moves the log-odds by 1, per KB (fitted).",
+    )
+    calib_l2: float = Field(1.0, ge=0, description="L2 penalty on the logistic slope when refitting calibration.")
+
+    # Generation.
+    max_bullets: int = Field(4, ge=1, description="Most bullets in an answer.")
+    min_sentence_tokens: int = Field(4, ge=1, description="Evidence sentences with fewer key tokens are not used.")
+    max_sentence_chars: int = Field(600, ge=40, description="Longer evidence sentences are not used as bullets.")
+    extractive_chunk_weight: float = Field(
+        0.5, ge=0, description="Extractive: weight of the chunk's rank score added to a sentence's question overlap."
+    )
+    min_question_overlap: float = Field(
+        0.2, ge=0, le=1, description="Extractive: a sentence must share this share of the question's key tokens."
+    )
+    llm_max_tokens: int = Field(200, ge=16, description="Token budget of the bullet-writing LLM call.")
+    patient_max_tokens: int = Field(200, ge=16, description="Token budget of the patient-summary LLM call.")
+    llm_evidence_sentences: int = Field(
+        8, ge=1, description="Most relevant evidence sentences (numbered) put in the bullet-writing LLM prompt."
+    )
+    llm_empty_fallback: bool = Field(
+        True,
+        description="When the LLM drafts no bullet (`INSUFFICIENT EVIDENCE`, or nothing parseable) although the "
+        "evidence passed the confidence threshold, draft with the extractive composer instead (same gates). "
+        "Bullets the LLM wrote but the gates rejected still end in ABSTAIN.",
+    )
+    patient_summary: Literal["llm", "glossary", "off"] = Field(
+        "llm",
+        description="Patient summary: written by the LLM when one is configured (`llm`), always the glossary "
+        "rewording (`glossary`), or none (`off`). Either way the entity guard checks it.",
+    )
+
+    # Verification gates.
+    tau: float = Field(0.25, ge=0, le=1, description="Entailment gate: least |K_evidence ∩ K_bullet| / |K_bullet|.")
+    min_alignment: float = Field(
+        0.1, ge=0, le=1, description="A bullet whose best claim-snippet Jaccard is below this is unsupported."
+    )
+    high_risk_terms: list[str] = Field(
+        _HIGH_RISK, description="A bullet with one of these (whole words) absent from the evidence is rejected."
+    )
+    medical_terms: list[str] = Field(
+        _MEDICAL_TERMS,
+        description="Curated medical entities for the patient-summary guard (with drug names and abbreviations).",
+    )
+    patient_glossary: dict[str, str] = Field(
+        _GLOSSARY, description="Extractive patient summary: clinical phrase -> plain-language replacement."
+    )
+    stopwords: list[str] = Field(_STOPWORDS, description="Words removed before token overlap and Jaccard.")
+
+    # Evaluation (`python -m core eval-guidelines`).
+    eval_path: Path = Field(
+        Path("tests/data/guideline_qa_eval.json"), description="Evaluation set (relative to the repository root)."
+    )
+    target_answer_rate: float = Field(0.85, ge=0, le=1, description="Target: least answer rate on answerable items.")
+    target_ood_abstention: float = Field(
+        1.0, ge=0, le=1, description="Target: least abstention rate on out-of-domain items."
+    )
+    target_contamination: float = Field(
+        0.0, ge=0, le=1, description="Target: most share of drug answers citing another drug's label."
+    )
+    target_unsupported: float = Field(
+        0.0, ge=0, le=1, description="Target: most share of delivered sentences failing the support checks."
+    )
+
+    def calibration(self, kb: str) -> tuple[float, float]:
+        """``(midpoint, scale)`` of the logistic confidence curve for ``kb``."""
+        return (
+            self.calib_midpoint.get(kb, self.calib_midpoint["default"]),
+            self.calib_scale.get(kb, self.calib_scale["default"]),
+        )
+
+    def threshold(self, kb: str) -> float:
+        """Minimum calibrated retrieval confidence for ``kb``."""
+        return self.thresholds.get(kb, self.default_threshold)

@@ -1,0 +1,81 @@
+"""Sub-commands ``qa`` and ``eval-guidelines``.
+
+    python -m core qa "What is the adult dose of isoniazid?" --json [--extractive]
+    python -m core eval-guidelines --json [--limit N] [--ids q01,q26] [--extractive] [--calibrate]
+
+Both read the existing knowledge bases (build the demo ones with
+``python -m core kb build``). ``eval-guidelines`` exits 1 when a target is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from core.cli import emit, settings_from_args
+from core.errors import ConfigError
+
+__all__ = ["register"]
+
+
+def _qa_engine(args: argparse.Namespace) -> Any:
+    from core.guideline.pipeline import FROM_SETTINGS, GuidelineQA
+
+    settings = settings_from_args(args)
+    if not settings.guideline.enabled:
+        raise ConfigError("Guideline QA is switched off (guideline.enabled = false)")
+    return GuidelineQA(settings, llm=None if args.extractive else FROM_SETTINGS)
+
+
+def _render(result: Any) -> str:
+    """A readable answer: bullets with their snippets, or ABSTAIN and the reason."""
+    if result.kind == "abstain":
+        return f"ABSTAIN ({result.route}, {result.stage}): {result.reason}"
+    lines = [f"route: {result.route}   confidence: {result.confidence:.2f}   backend: {result.backend}"]
+    for b in result.bullets:
+        lines += [f"- {b.text}", f"    evidence ({b.evidence.score:.2f}, {b.evidence.source}): {b.evidence.text}"]
+    if result.patient_summary:
+        lines += ["", f"For patients: {result.patient_summary}"]
+    return "\n".join(lines)
+
+
+def _qa(args: argparse.Namespace) -> int:
+    result = _qa_engine(args).answer(args.question)
+    emit(result.model_dump(mode="json") if args.json else _render(result), args.json)
+    return 0
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from core.guideline.evaluate import calibration_scores, fit_calibration, load_eval, run_eval
+
+    qa = _qa_engine(args)
+    items = load_eval(qa.settings.paths.resolve(qa.cfg.eval_path))
+    if args.ids:
+        wanted = set(args.ids.split(","))
+        items = [i for i in items if i.id in wanted]
+    items = items[: args.limit] if args.limit else items
+    if args.calibrate:
+        emit(fit_calibration(calibration_scores(qa, items), qa.cfg.calib_l2), args.json)
+        return 0
+    report = run_eval(qa, items)
+    payload = report.model_dump(mode="json")
+    if not args.json:
+        payload = {k: v for k, v in payload.items() if k != "outcomes"}
+    emit(payload, args.json)
+    return 0 if report.passed else 1
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``qa`` and ``eval-guidelines``."""
+    p = sub.add_parser("qa", help="Answer a TB/CAP question from the guideline and drug-label KBs, or abstain.")
+    p.add_argument("question")
+    p.add_argument("--extractive", action="store_true", help="Compose from the evidence without the LLM.")
+    p.add_argument("--json", action="store_true", help="Print the full result with its trace as JSON.")
+    p.set_defaults(func=_qa)
+    p = sub.add_parser("eval-guidelines", help="Run the Guideline QA evaluation set and check the targets.")
+    p.add_argument("--limit", type=int, default=0, help="Only the first N items (0: all).")
+    p.add_argument("--ids", default="", help="Only these comma-separated item ids.")
+    p.add_argument("--extractive", action="store_true", help="Compose from the evidence without the LLM.")
+    p.add_argument("--calibrate", action="store_true", help="Refit the confidence calibration and print it.")
+    p.add_argument("--json", action="store_true", help="Print the report (with per-item outcomes) as JSON.")
+    p.set_defaults(func=_eval)

@@ -1,0 +1,129 @@
+"""Typed results of Guideline QA: an answer with cited bullets, or an abstention with its reason.
+
+Both carry the :class:`Trace` of every step (candidates before and after each
+filter and gate), so a reviewer can see why an answer was given or refused.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["ABSTAIN", "Abstention", "Bullet", "EvidenceChunk", "QAAnswer", "QAResult", "Route", "RouteDecision", "Snippet",
+           "Trace", "TraceStep"]  # fmt: skip
+
+Route = Literal["guideline", "drug", "mixed", "out_of_domain"]
+ABSTAIN: Literal["ABSTAIN"] = "ABSTAIN"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RouteDecision(_Model):
+    """What the router decided and on which words."""
+
+    route: Route
+    reason: str
+    drugs: list[str] = Field(default_factory=list, description="Lexicon names of the drugs the question names.")
+    diagnosis: bool = False
+    triggers: list[str] = Field(default_factory=list)
+    drug_task: list[str] = Field(default_factory=list)
+    guideline_task: list[str] = Field(default_factory=list)
+
+    @property
+    def kbs(self) -> tuple[str, ...]:
+        """The knowledge bases this route searches."""
+        return {"guideline": ("guidelines",), "drug": ("druglabels",), "mixed": ("guidelines", "druglabels")}.get(
+            self.route, ()
+        )
+
+
+class Snippet(_Model):
+    """The evidence sentence that best supports a bullet, and where it comes from."""
+
+    text: str
+    score: float = Field(description="Jaccard similarity of the bullet's and the sentence's key tokens.")
+    source: str = Field(description="Document and section, or drug label set id and section.")
+    kb: str
+    chunk_id: str
+
+
+class EvidenceChunk(_Model):
+    """A chunk the answer was drafted from (what the gates checked against)."""
+
+    chunk_id: str
+    kb: str
+    source: str
+    text: str
+    drug_names: list[str] = Field(default_factory=list)
+    section_code: str | None = None
+    confidence: float = Field(description="Calibrated retrieval confidence (no section boost).")
+    boost: float = 0.0
+
+
+class Bullet(_Model):
+    """One answer sentence with its supporting snippet and its entailment overlap."""
+
+    text: str
+    evidence: Snippet
+    overlap: float = Field(description="|K_evidence ∩ K_bullet| / |K_bullet| against all evidence chunks.")
+
+
+class TraceStep(_Model):
+    """One step: the chunk ids (or bullets) before and after it, and what it saw."""
+
+    name: str
+    before: list[str] = Field(default_factory=list)
+    after: list[str] = Field(default_factory=list)
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+
+class Trace(BaseModel):
+    """Every step of one question, in order (mutable while the pipeline runs)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    steps: list[TraceStep] = Field(default_factory=list)
+
+    def add(self, name: str, before: list[str] | None = None, after: list[str] | None = None, **detail: Any) -> None:
+        """Record one step."""
+        self.steps.append(TraceStep(name=name, before=before or [], after=after or [], detail=detail))
+
+    def step(self, name: str) -> TraceStep | None:
+        """The last step called ``name``, if any."""
+        return next((s for s in reversed(self.steps) if s.name == name), None)
+
+
+class QAAnswer(BaseModel):
+    """A supported answer: clinician bullets, an optional patient-friendly summary, the trace."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["answer"] = "answer"
+    question: str
+    route: Route
+    bullets: list[Bullet]
+    evidence: list[EvidenceChunk]
+    patient_summary: str | None = None
+    backend: str = Field(description="`extractive` or the LLM backend name that wrote the bullets.")
+    confidence: float = Field(description="Calibrated retrieval confidence of the best evidence chunk.")
+    trace: Trace
+
+
+class Abstention(BaseModel):
+    """The standard ABSTAIN result: no answer, and why."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["abstain"] = "abstain"
+    answer: Literal["ABSTAIN"] = ABSTAIN
+    question: str
+    route: Route
+    reason: str
+    stage: str = Field(description="Where it stopped: router, retrieval, confidence, generation, verification.")
+    trace: Trace
+
+
+QAResult = QAAnswer | Abstention
