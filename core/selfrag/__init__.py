@@ -1,1 +1,40 @@
-"""Self-reflective biomedical RAG: reflection tokens, adaptive retrieval, critic reranking, regeneration."""
+"""Self-reflective biomedical RAG: reflection tokens, adaptive retrieval, critic reranking, regeneration.
+
+    >>> from core.selfrag import build_pipeline
+    >>> trace = build_pipeline(load_settings()).run("Which drug ...?", {"A": "...", "B": "..."})
+    >>> trace.letter, trace.decision.p_retrieve, [d.score for d in trace.documents]
+
+See docs/SELFRAG.md for the stages, the critic positions and the benchmark.
+"""
+
+from core.selfrag.critic import Critic, JudgeCritic, LLMReflectionCritic
+from core.selfrag.extract import extract_letter
+from core.selfrag.factory import build_pipeline, make_retriever, register_corpus
+from core.selfrag.generate import Generator, LLMGenerator
+from core.selfrag.pipeline import SelfRagPipeline
+from core.selfrag.retrieval import KBRetriever, QueryProcessor, Retriever, StaticRetriever
+from core.selfrag.settings import SelfRagSettings
+from core.selfrag.tokens import clean_answer
+from core.selfrag.types import CriticReading, Document, SelfRagTrace
+
+__all__ = [
+    "Critic",
+    "CriticReading",
+    "Document",
+    "Generator",
+    "JudgeCritic",
+    "KBRetriever",
+    "LLMGenerator",
+    "LLMReflectionCritic",
+    "QueryProcessor",
+    "Retriever",
+    "SelfRagPipeline",
+    "SelfRagSettings",
+    "SelfRagTrace",
+    "StaticRetriever",
+    "build_pipeline",
+    "clean_answer",
+    "extract_letter",
+    "make_retriever",
+    "register_corpus",
+]

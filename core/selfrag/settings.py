@@ -1,15 +1,150 @@
-"""Settings group for Self-reflective RAG (registered in :mod:`core.settings` as `` reflection critic, adaptive retrieval, reranking, regeneration.:selfrag``)."""
+"""Settings group for self-reflective RAG (registered in :mod:`core.settings` as ``selfrag``).
+
+Every weight, threshold and size of :mod:`core.selfrag` lives here once; no
+function signature in the package carries a second default (Self-RAG's own code
+has ``w_use`` at 0.5 in one place and 1.0 in another). Override from the
+environment with ``CASEBOOK_SELFRAG__<FIELD>``, for example
+``CASEBOOK_SELFRAG__RETRIEVAL_THRESHOLD=0.2`` (the paper's value).
+"""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pathlib import Path
+from typing import Literal
 
-__all__ = ["SelfRagSettings"]
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+__all__ = ["CriticName", "RetrievalMode", "SelfRagSettings"]
+
+CriticName = Literal["judge", "native", "native-llm"]
+RetrievalMode = Literal["no-retrieval", "always", "adaptive"]
 
 
 class SelfRagSettings(BaseModel):
-    """Self-reflective RAG"""
+    """Self-reflective RAG: reflection critic, adaptive retrieval, critic reranking, regeneration."""
 
     model_config = ConfigDict(extra="forbid", validate_default=True)
 
     enabled: bool = Field(True, description="Whether this feature is offered in the app and CLI.")
+
+    # Critic and generator.
+    critic: CriticName = Field(
+        "judge",
+        description="`judge`: the configured instruct LLM (`settings.llm`) answers single-token Yes/No and 1-5 "
+        "questions, read from log-probabilities. `native`: a model trained with reflection tokens (Self-BioRAG) "
+        "in the local folder `native_model_path`, read through transformers in batched forward passes. "
+        "`native-llm`: the reflection tokens read from the configured LLM's top log-probabilities (an "
+        "OpenAI-compatible server serving such a model).",
+    )
+    generator: Literal["llm", "native"] = Field(
+        "llm",
+        description="Who writes answers: `llm` is the configured backend (`settings.llm`), `native` the "
+        "reflection-token model in `native_model_path` (through transformers).",
+    )
+    native_model_path: Path | None = Field(
+        None, description="Local folder of a causal LM trained with reflection tokens (never downloaded)."
+    )
+    native_threads: int = Field(
+        0, ge=0, description="torch CPU threads for the native model; 0 picks the free cores (as `llm.threads`)."
+    )
+    logprobs_top_k: int = Field(
+        20, ge=2, le=20, description="Top alternatives asked of a backend per token (OpenAI servers allow at most 20)."
+    )
+    judge_max_chars: int = Field(
+        1500,
+        ge=100,
+        description="Document and answer text shown to the judge or generator is cut to this many characters.",
+    )
+
+    # Stage 1: query processing.
+    augmentations_file: Path | None = Field(
+        None,
+        description="YAML file of query augmentations (`prefix`, `suffix`, `replace`, `expand`); empty means none "
+        "(the design's default: the query passes through unchanged).",
+    )
+
+    # Stage 2: adaptive retrieval.
+    mode: RetrievalMode = Field(
+        "adaptive",
+        description="`adaptive` retrieves when P(retrieve) > `retrieval_threshold`; `always` and `no-retrieval` "
+        "are the paper's ablations.",
+    )
+    retrieval_threshold: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="Retrieve when p[Retrieval] / (p[Retrieval] + p[No Retrieval]) exceeds this (the Self-RAG "
+        "paper used 0.2).",
+    )
+
+    # Stage 3: retrieval.
+    top_k: int = Field(1, ge=1, le=100, description="Documents retrieved per query before critic reranking.")
+    kbs: list[str] = Field(
+        default_factory=lambda: ["guidelines", "druglabels"],
+        description="Knowledge bases searched (`core.kb`); results are merged by score.",
+    )
+    corpus: str | None = Field(
+        None,
+        description="A named corpus retriever to use instead of the knowledge bases (attached through the same "
+        "`Retriever` protocol; see docs/SELFRAG.md).",
+    )
+    search_mode: Literal["hybrid", "dense", "bm25"] = Field("hybrid", description="Knowledge-base search mode.")
+
+    # Stage 4: critic reranking.
+    rerank_keep: int = Field(3, ge=1, description="Documents kept after critic reranking.")
+    w_rel: float = Field(1.0, description="Weight of relevance (P[Relevant]) in the critic score.")
+    w_sup: float = Field(1.0, description="Weight of groundedness in the critic score.")
+    w_use: float = Field(0.5, description="Weight of utility (mapped to -1..1) in the critic score.")
+    partial_support_weight: float = Field(
+        0.5, ge=0, le=1, description="Groundedness = p[Fully supported] + this * p[Partially supported]."
+    )
+    utility_weights: tuple[float, float, float, float, float] = Field(
+        (-1.0, -0.5, 0.0, 0.5, 1.0),
+        description="Critic-score value of [Utility:1] .. [Utility:5] (maps utility to -1..1).",
+    )
+    critic_batch_size: int = Field(16, ge=1, description="Documents per batched critic forward pass (native critic).")
+    reuse_prefix_cache: bool = Field(
+        True,
+        description="Native critic: compute the shared question prefix once and reuse its KV cache across the "
+        "batch of documents.",
+    )
+    baseline_max_tokens: int = Field(
+        20, ge=1, description="Tokens generated per document by the per-document baseline critic (reference code)."
+    )
+
+    # Stage 5: generation.
+    generation_max_tokens: int = Field(
+        64, ge=1, description="Most tokens one generated answer may have (the letter comes first, then a reason)."
+    )
+    generation_temperature: float = Field(0.0, ge=0, le=2, description="Temperature of the first answer (0: greedy).")
+    generator_chat: bool = Field(
+        True,
+        description="`llm` generator: send the Self-RAG prompt as one user message through the chat template "
+        "(instruct models); false continues it as a raw completion (models trained on the raw format).",
+    )
+    regenerate_feedback: bool = Field(
+        True,
+        description="Tell a regenerated answer the previous one's expected utility (with a fixed sampling seed the "
+        "same prompt would repeat the same answer).",
+    )
+    regenerate_temperature: float = Field(
+        0.7, ge=0, le=2, description="Temperature of regenerated answers (greedy would repeat the first answer)."
+    )
+
+    # Stage 6: self-reflection.
+    utility_stop: float = Field(
+        4.0, ge=1, le=5, description="Stop regenerating once the expected utility sum(i * P[Utility:i]) reaches this."
+    )
+    max_iterations: int = Field(3, ge=1, le=10, description="Answers generated at most (the best one is kept).")
+
+    # Evaluation harness.
+    eval_limit: int = Field(0, ge=0, description="Questions per benchmark run; 0 means all.")
+    eval_seed: int = Field(0, description="Seed of the question sample when `eval_limit` is below the dataset size.")
+    progress: bool = Field(True, description="Show a tqdm progress bar on stderr during `eval-mcq`.")
+
+    @field_validator("kbs")
+    @classmethod
+    def _some_kb(cls, value: list[str]) -> list[str]:
+        if not value:
+            raise ValueError("name at least one knowledge base")
+        return value

@@ -1,0 +1,100 @@
+"""Build the pipeline's parts from settings; anything passed in is used as is (tests pass small real ones).
+
+Corpus retrievers register here by name (:func:`register_corpus`), so a
+PubMed-style corpus attached later plugs in through the same
+:class:`~core.selfrag.retrieval.Retriever` protocol as the knowledge bases.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from core.errors import ConfigError
+from core.selfrag.critic import Critic, JudgeCritic, LLMReflectionCritic
+from core.selfrag.generate import Generator, LLMGenerator
+from core.selfrag.pipeline import SelfRagPipeline
+from core.selfrag.retrieval import KBRetriever, Retriever
+
+if TYPE_CHECKING:
+    from core.llm.base import LLM
+    from core.selfrag.native import ReflectionModel
+    from core.settings import Settings
+
+__all__ = ["build_pipeline", "load_reflection_model", "make_retriever", "register_corpus"]
+
+CorpusFactory = Callable[["Settings"], Retriever]
+_CORPORA: dict[str, CorpusFactory] = {}
+
+
+def register_corpus(name: str, factory: CorpusFactory) -> None:
+    """Make ``selfrag.corpus = name`` build its retriever with ``factory(settings)``."""
+    _CORPORA[name] = factory
+
+
+def make_retriever(settings: Settings) -> Retriever:
+    """The named corpus when ``selfrag.corpus`` is set, else the knowledge bases in ``selfrag.kbs``."""
+    s = settings.selfrag
+    if s.corpus is not None:
+        if s.corpus not in _CORPORA:
+            known = ", ".join(sorted(_CORPORA)) or "none registered"
+            raise ConfigError(f"Unknown selfrag.corpus {s.corpus!r} (known: {known})")
+        return _CORPORA[s.corpus](settings)
+    from core.kb import HybridRetriever
+
+    return KBRetriever(HybridRetriever(settings), s.kbs, s.search_mode)
+
+
+def load_reflection_model(settings: Settings) -> ReflectionModel:
+    """The reflection-token model in ``selfrag.native_model_path``."""
+    from core.selfrag.native import ReflectionModel
+
+    path = settings.selfrag.native_model_path
+    if path is None:
+        raise ConfigError("selfrag.native_model_path is required for the native critic or generator")
+    return ReflectionModel(settings.paths.resolve(path), settings.selfrag, settings.llm.seed)
+
+
+def _llm(settings: Settings, llm: LLM | None) -> LLM:
+    if llm is not None:
+        return llm
+    from core.llm.factory import make_llm
+
+    made = make_llm(settings)
+    if made is None:
+        raise ConfigError(
+            "Self-reflective RAG needs a language model; llm.backend is 'extractive'",
+            hint="Set llm.backend (llamacpp is the local default) or selfrag.critic/generator to native.",
+        )
+    return made
+
+
+def build_pipeline(
+    settings: Settings,
+    *,
+    llm: LLM | None = None,
+    retriever: Retriever | None = None,
+    critic: Critic | None = None,
+    generator: Generator | None = None,
+) -> SelfRagPipeline:
+    """A pipeline with every part not passed in built from ``settings``."""
+    s = settings.selfrag
+    native: ReflectionModel | None = None
+    if (critic is None and s.critic != "native") or (generator is None and s.generator == "llm"):
+        llm = _llm(settings, llm)  # one model for critic and generator
+    if critic is None:
+        if s.critic == "native":
+            from core.selfrag.native import NativeCritic
+
+            native = load_reflection_model(settings)
+            critic = NativeCritic(native)
+        elif s.critic == "native-llm":
+            critic = LLMReflectionCritic(_llm(settings, llm), s)
+        else:
+            critic = JudgeCritic(_llm(settings, llm), s)
+    if generator is None:
+        if s.generator == "native":
+            generator = native or load_reflection_model(settings)
+        else:
+            generator = LLMGenerator(_llm(settings, llm), chat=s.generator_chat)
+    return SelfRagPipeline(s, critic, generator, retriever if retriever is not None else make_retriever(settings))

@@ -1,0 +1,45 @@
+"""Stage 5: the generator seam.
+
+A :class:`Generator` continues a Self-RAG prompt. :class:`LLMGenerator` wraps
+any :class:`~core.llm.base.LLM`: an instruct model gets the prompt as one user
+message through its chat template (raw ``### Instruction`` continuation makes
+chat models ramble); a reflection-token model (:class:`core.selfrag.native.ReflectionModel`)
+is a generator itself and keeps its reflection tokens in the raw text.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from core.llm.base import LLM
+
+__all__ = ["Generator", "LLMGenerator"]
+
+
+@runtime_checkable
+class Generator(Protocol):
+    """Writes an answer for a prompt."""
+
+    model: str
+
+    def generate(self, prompt: str, max_tokens: int, temperature: float) -> str:
+        """The raw answer text for ``prompt``."""
+        ...
+
+
+class LLMGenerator:
+    """A :class:`Generator` over the LLM protocol (``chat`` with the prompt as the user turn, or ``complete``)."""
+
+    def __init__(self, llm: LLM, *, chat: bool) -> None:
+        self.llm = llm
+        self.chat = chat
+        self.model = f"{llm.backend}:{llm.model}"
+
+    def generate(self, prompt: str, max_tokens: int, temperature: float) -> str:
+        """One completion; backend errors propagate (the pipeline records them as an abstention)."""
+        if self.chat:
+            reply = self.llm.chat([{"role": "user", "content": prompt}], max_tokens=max_tokens, temperature=temperature)
+        else:
+            reply = self.llm.complete(prompt, max_tokens=max_tokens, temperature=temperature)
+        return reply.text

@@ -1,0 +1,245 @@
+"""A model trained with reflection tokens (Self-BioRAG 7B and alike), read directly through transformers.
+
+The reflection tokens are added special tokens of such a model, so each one is
+a single vocabulary id and its log-probability is read from the full
+next-token distribution (``log_softmax`` of the logits) at the positions
+listed in :mod:`core.selfrag.prompts`.
+
+Batched critic (:meth:`ReflectionModel.read_documents`): the shared prefix
+``### Instruction:\\n{q}\\n\\n### Response:\\n[Retrieval]<paragraph>`` runs
+once; its KV cache is repeated over a batch of documents; one forward pass over
+``{doc}</paragraph>[Relevant][Fully supported]`` (right-padded) gives relevance
+(logits after ``</paragraph>``), support (after ``[Relevant]``) and utility
+(after ``[Fully supported]``) for every document. The reference code instead
+generates 20 tokens per document (:meth:`ReflectionModel.read_documents_by_generation`,
+kept as the measured baseline).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from core.errors import BackendError, ConfigError
+from core.selfrag import prompts
+from core.selfrag.tokens import (
+    FULLY_SUPPORTED,
+    NO_SUPPORT,
+    NO_SUPPORT_SHORT,
+    PARAGRAPH_CLOSE,
+    PARAGRAPH_OPEN,
+    RELEVANCE_TOKENS,
+    RELEVANT,
+    RETRIEVAL,
+    RETRIEVAL_TOKENS,
+    SUPPORT_TOKENS,
+    UTILITY_TOKENS,
+)
+from core.selfrag.types import CriticReading, Document
+
+if TYPE_CHECKING:
+    from core.selfrag.settings import SelfRagSettings
+
+__all__ = ["NativeCritic", "ReflectionModel"]
+
+_GROUPS: dict[str, tuple[str, ...]] = {
+    "retrieval": RETRIEVAL_TOKENS,
+    "relevance": RELEVANCE_TOKENS,
+    "support": SUPPORT_TOKENS,
+    "utility": UTILITY_TOKENS,
+}
+
+
+class ReflectionModel:
+    """A local causal LM with reflection tokens in its vocabulary (``local_files_only``; never downloads)."""
+
+    def __init__(self, model_dir: Path, settings: SelfRagSettings, seed: int) -> None:
+        try:
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+        except ImportError as exc:
+            raise ConfigError(
+                "The native critic needs torch and transformers", hint="pip install transformers"
+            ) from exc
+        if not model_dir.is_dir():
+            raise ConfigError(f"selfrag.native_model_path {model_dir} is not a folder")
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
+            self.lm = AutoModelForCausalLM.from_pretrained(str(model_dir), local_files_only=True).eval()
+        except (OSError, ValueError) as exc:
+            raise BackendError(f"transformers could not load {model_dir}: {exc}") from exc
+        from core.embed.base import free_cores
+
+        # Process-wide: on a busy 2-core machine 2 threads made generation 20x slower than 1 (measured).
+        torch.set_num_threads(free_cores(settings.native_threads))
+        self.torch = torch
+        self.settings = settings
+        self.seed = seed
+        self.model = model_dir.name
+        self.ids = self._label_ids()
+
+    def _label_ids(self) -> dict[str, int]:
+        """Vocabulary id of every reflection label; a model without them cannot be a native critic."""
+        vocab = self.tokenizer.get_vocab()
+        ids: dict[str, int] = {}
+        for label in (*RETRIEVAL_TOKENS, *RELEVANCE_TOKENS, *SUPPORT_TOKENS, *UTILITY_TOKENS):
+            key = NO_SUPPORT_SHORT if label == NO_SUPPORT and label not in vocab else label
+            if key not in vocab:
+                raise ConfigError(
+                    f"{self.model} has no reflection token {label!r}",
+                    hint="Use selfrag.critic=judge for a model trained without reflection tokens.",
+                )
+            ids[label] = int(vocab[key])
+        return ids
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of ``text`` without special tokens added (reflection tokens in the text map to their ids)."""
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def _bos(self) -> list[int]:
+        bos = self.tokenizer.bos_token_id
+        return [] if bos is None else [int(bos)]
+
+    def _pad_id(self) -> int:
+        tok = self.tokenizer
+        return int(tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0))
+
+    def _group(self, logp_row: Any, group: str) -> dict[str, float]:
+        return {label: float(logp_row[self.ids[label]]) for label in _GROUPS[group]}
+
+    def next_logprobs(self, text: str, group: str) -> dict[str, float]:
+        """The ``group`` labels' log-probabilities as the next token after ``text``."""
+        ids = self.torch.tensor([self._bos() + self.encode(text)])
+        with self.torch.no_grad():
+            logits = self.lm(input_ids=ids).logits[0, -1]
+        return self._group(self.torch.log_softmax(logits.float(), dim=-1), group)
+
+    def document_segments(self, query: str, documents: Sequence[Document]) -> tuple[list[int], list[list[int]]]:
+        """The shared prefix ids and each document's suffix ids (``doc</paragraph>[Relevant][Fully supported]``)."""
+        prefix = self._bos() + self.encode(prompts.instruction_prompt(query)) + self.encode(RETRIEVAL + PARAGRAPH_OPEN)
+        tail = [*self.encode(PARAGRAPH_CLOSE), self.ids[RELEVANT], self.ids[FULLY_SUPPORTED]]
+        suffixes = [self.encode(d.prompt_text(self.settings.judge_max_chars)) + tail for d in documents]
+        return prefix, suffixes
+
+    def read_documents(self, query: str, documents: Sequence[Document]) -> list[CriticReading]:
+        """Batched critic: relevance, support and utility maps for every document (see the module docstring)."""
+        if not documents:
+            return []
+        torch = self.torch
+        prefix, suffixes = self.document_segments(query, documents)
+        size = self.settings.critic_batch_size
+        readings: list[CriticReading] = []
+        with torch.no_grad():
+            cache = None
+            if self.settings.reuse_prefix_cache:
+                cache = self.lm(input_ids=torch.tensor([prefix]), use_cache=True).past_key_values
+            for start in range(0, len(suffixes), size):
+                readings.extend(self._read_batch(prefix, suffixes[start : start + size], cache))
+        return readings
+
+    def _read_batch(self, prefix: list[int], suffixes: list[list[int]], cache: Any) -> list[CriticReading]:
+        torch = self.torch
+        width = max(len(s) for s in suffixes)
+        rows = torch.tensor([s + [self._pad_id()] * (width - len(s)) for s in suffixes])  # right padding
+        mask = torch.tensor([[1] * len(s) + [0] * (width - len(s)) for s in suffixes])
+        full_mask = torch.cat([torch.ones(len(suffixes), len(prefix), dtype=mask.dtype), mask], dim=1)
+        if cache is not None:
+            past = copy.deepcopy(cache)
+            past.batch_repeat_interleave(len(suffixes))
+            hidden = self.lm.base_model(input_ids=rows, attention_mask=full_mask, past_key_values=past)
+            offset = 0
+        else:
+            ids = torch.cat([torch.tensor([prefix] * len(suffixes)), rows], dim=1)
+            hidden = self.lm.base_model(input_ids=ids, attention_mask=full_mask)
+            offset = len(prefix)
+        # Only three positions per document are read: project those through the LM head, not every position
+        # (full logits for 20 documents of 200 tokens are 4,000 x vocab floats and dominated the run time).
+        ends = torch.tensor([offset + len(s) - 1 for s in suffixes])  # position of [Fully supported]
+        picks = torch.stack([ends - 2, ends - 1, ends], dim=1)  # after </paragraph>, [Relevant], [Fully supported]
+        states = hidden.last_hidden_state[torch.arange(len(suffixes)).unsqueeze(1), picks]
+        logp = torch.log_softmax(self.lm.get_output_embeddings()(states).float(), dim=-1)
+        return [
+            CriticReading(
+                relevance=self._group(logp[i, 0], "relevance"),
+                support=self._group(logp[i, 1], "support"),
+                utility=self._group(logp[i, 2], "utility"),
+            )
+            for i in range(len(suffixes))
+        ]
+
+    def read_documents_by_generation(self, query: str, documents: Sequence[Document]) -> list[CriticReading]:
+        """The reference approach: greedy-generate up to ``baseline_max_tokens`` per document.
+
+        Relevance is read at the first generated step; support and utility at
+        the first step that emitted a token of their group (absent otherwise).
+        """
+        torch = self.torch
+        prefix, suffixes = self.document_segments(query, documents)
+        group_ids = {group: {self.ids[t] for t in _GROUPS[group]} for group in ("support", "utility")}
+        readings = []
+        for suffix in suffixes:
+            ids = torch.tensor([prefix + suffix[:-2]])  # up to </paragraph>: the model writes the rest
+            with torch.no_grad():
+                out = self.lm.generate(
+                    input_ids=ids,
+                    attention_mask=torch.ones_like(ids),
+                    max_new_tokens=self.settings.baseline_max_tokens,
+                    do_sample=False,
+                    pad_token_id=self._pad_id(),
+                    return_dict_in_generate=True,
+                    output_logits=True,
+                )
+            steps = [torch.log_softmax(step[0].float(), dim=-1) for step in out.logits]
+            new = out.sequences[0, ids.shape[1] :].tolist()
+            found: dict[str, dict[str, float]] = {}
+            for step, token_id in zip(steps, new, strict=True):
+                for group in ("support", "utility"):
+                    if group not in found and token_id in group_ids[group]:
+                        found[group] = self._group(step, group)
+            readings.append(
+                CriticReading(
+                    relevance=self._group(steps[0], "relevance"),
+                    support=found.get("support", {}),
+                    utility=found.get("utility", {}),
+                )
+            )
+        return readings
+
+    def generate(self, prompt: str, max_tokens: int, temperature: float) -> str:
+        """Continue ``prompt``; reflection tokens are kept in the text (post-processing removes them)."""
+        torch = self.torch
+        ids = torch.tensor([self._bos() + self.encode(prompt)])
+        kwargs: dict[str, Any] = {"max_new_tokens": max_tokens, "do_sample": temperature > 0}
+        if temperature > 0:
+            kwargs["temperature"] = temperature
+            torch.manual_seed(self.seed)
+        with torch.no_grad():
+            out = self.lm.generate(
+                input_ids=ids, attention_mask=torch.ones_like(ids), pad_token_id=self._pad_id(), **kwargs
+            )
+        drop = set(self.tokenizer.all_special_ids) - set(self.ids.values())  # pad/eos go, reflection tokens stay
+        new = [i for i in out[0, ids.shape[1] :].tolist() if i not in drop]
+        return str(self.tokenizer.decode(new, skip_special_tokens=False))
+
+
+class NativeCritic:
+    """The :class:`~core.selfrag.critic.Critic` protocol over a :class:`ReflectionModel` (batched)."""
+
+    name = "native"
+
+    def __init__(self, model: ReflectionModel) -> None:
+        self.model = model
+
+    def retrieval(self, query: str) -> dict[str, float]:
+        """[Retrieval] / [No Retrieval] as the first response token."""
+        return self.model.next_logprobs(prompts.instruction_prompt(query), "retrieval")
+
+    def documents(self, query: str, documents: Sequence[Document]) -> list[CriticReading]:
+        """Every document in batched forward passes over a shared prefix."""
+        return self.model.read_documents(query, documents)
+
+    def utility(self, query: str, answer: str) -> dict[str, float]:
+        """[Utility:i] as the next token after the answer."""
+        return self.model.next_logprobs(prompts.instruction_prompt(query) + answer, "utility")

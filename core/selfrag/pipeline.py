@@ -1,0 +1,176 @@
+"""The self-reflective RAG pipeline, one method per stage, every result in a :class:`SelfRagTrace`.
+
+query processing -> adaptive retrieval decision -> retrieval -> critic reranking
+-> generation -> self-reflection (regenerate until the expected utility reaches
+``utility_stop``, keep the best) -> cleaned answer -> option letter.
+
+Backends are passed in (:func:`core.selfrag.factory.build_pipeline` builds them
+from settings); every number comes from :class:`SelfRagSettings`.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+
+from core.errors import BackendError
+from core.selfrag import prompts, scoring
+from core.selfrag.critic import Critic
+from core.selfrag.extract import extract_letter
+from core.selfrag.generate import Generator
+from core.selfrag.retrieval import QueryProcessor, Retriever, retrieve_all
+from core.selfrag.settings import RetrievalMode, SelfRagSettings
+from core.selfrag.tokens import clean_answer
+from core.selfrag.types import (
+    Abstention,
+    Document,
+    Iteration,
+    RetrievalDecision,
+    ScoredDocument,
+    SelfRagTrace,
+)
+
+__all__ = ["STAGES", "SelfRagPipeline"]
+
+log = logging.getLogger(__name__)
+STAGES = ("query", "decision", "retrieval", "rerank", "generation", "reflection", "postprocess")
+
+
+class SelfRagPipeline:
+    """Runs one question through every stage; ``retriever=None`` means answers from the model alone."""
+
+    def __init__(
+        self,
+        settings: SelfRagSettings,
+        critic: Critic,
+        generator: Generator,
+        retriever: Retriever | None,
+        query_processor: QueryProcessor | None = None,
+    ) -> None:
+        self.settings = settings
+        self.critic = critic
+        self.generator = generator
+        self.retriever = retriever
+        self.query_processor = query_processor or QueryProcessor.from_yaml(settings.augmentations_file)
+
+    def run(
+        self, question: str, options: Mapping[str, str] | None = None, mode: RetrievalMode | None = None
+    ) -> SelfRagTrace:
+        """The whole trace for ``question`` (with ``options``, letter -> text, for multiple choice)."""
+        opts = dict(options or {})
+        trace = SelfRagTrace(question=question, options=opts, critic=self.critic.name, generator=self.generator.model)
+        query = prompts.format_mcq(question, opts, instruction=False)  # what the critic judges
+        asked = prompts.format_mcq(question, opts, instruction=True)  # what the generator answers
+        with _timed(trace, "query"):
+            trace.query = self.query_processor.process(" ".join([question, *opts.values()]))
+        try:
+            self._answer(trace, query, asked, trace.query.queries, mode or self.settings.mode)
+        except BackendError as exc:  # the critic or generator failed: no answer rather than a guessed one
+            log.warning("self-reflective RAG backend failure: %s", exc)
+            trace.abstention = Abstention("backend-error", str(exc))
+            return trace
+        with _timed(trace, "postprocess"):
+            self.postprocess(trace)
+        return trace
+
+    def _answer(self, trace: SelfRagTrace, query: str, asked: str, queries: list[str], mode: RetrievalMode) -> None:
+        """Stages 2-6 (backend errors propagate to :meth:`run`)."""
+        with _timed(trace, "decision"):
+            trace.decision = self.decide(query, mode)
+        if trace.decision.retrieve and self.retriever is not None:
+            with _timed(trace, "retrieval"):
+                docs = retrieve_all(self.retriever, queries, self.settings.top_k)
+            with _timed(trace, "rerank"):
+                trace.documents = self.rerank(query, docs)
+        evidence = [d.document for d in trace.documents if d.kept]
+        self.generate_and_reflect(trace, query, asked, evidence)
+
+    def decide(self, query: str, mode: RetrievalMode) -> RetrievalDecision:
+        """Stage 2: retrieve or not. Adaptive mode asks the critic; an unscored reading retrieves (the safe path)."""
+        threshold = self.settings.retrieval_threshold
+        if self.retriever is None:
+            return RetrievalDecision(mode, None, threshold, False, "no retriever configured")
+        if mode == "no-retrieval":
+            return RetrievalDecision(mode, None, threshold, False, "mode no-retrieval")
+        if mode == "always":
+            return RetrievalDecision(mode, None, threshold, True, "mode always")
+        logprobs = self.critic.retrieval(query)
+        p = scoring.retrieval_probability(logprobs)
+        decision = scoring.should_retrieve(p, threshold)
+        if decision is None:
+            return RetrievalDecision(
+                mode, None, threshold, True, "critic gave no retrieval label: retrieving", logprobs
+            )
+        reason = f"P(retrieve)={p:.3f} {'>' if decision else '<='} {threshold:g}"
+        return RetrievalDecision(mode, p, threshold, decision, reason, logprobs)
+
+    def rerank(self, query: str, documents: list[Document]) -> list[ScoredDocument]:
+        """Stage 4: critic scores for every document, best first; the top ``rerank_keep`` are kept."""
+        s = self.settings
+        readings = self.critic.documents(query, documents)
+        scored = []
+        for doc, reading in zip(documents, readings, strict=True):
+            rel = scoring.relevance(reading.relevance)
+            grd = scoring.groundedness(reading.support, s.partial_support_weight)
+            use = scoring.utility_score(reading.utility, s.utility_weights)
+            scored.append((scoring.critic_score(rel, grd, use, s.w_rel, s.w_sup, s.w_use), doc, rel, grd, use))
+        scored.sort(key=lambda row: row[0], reverse=True)  # stable: ties keep retrieval order
+        return [
+            ScoredDocument(doc, rel, grd, use, score, kept=i < s.rerank_keep)
+            for i, (score, doc, rel, grd, use) in enumerate(scored)
+        ]
+
+    def generate_and_reflect(self, trace: SelfRagTrace, query: str, instruction: str, evidence: list[Document]) -> None:
+        """Stages 5-6: generate, score the expected utility, regenerate below ``utility_stop``; keep the best.
+
+        ``instruction`` is what the generator is asked; ``query`` what the critic judges the answer against.
+        """
+        s = self.settings
+        texts = [d.prompt_text(s.judge_max_chars) for d in evidence]
+        for number in range(1, s.max_iterations + 1):
+            temperature = s.generation_temperature if number == 1 else s.regenerate_temperature
+            asked = instruction
+            if number > 1 and s.regenerate_feedback and trace.iterations[-1].expected_utility is not None:
+                asked += (
+                    f"\n\nA previous answer was rated {trace.iterations[-1].expected_utility:.1f} of 5 for "
+                    "usefulness. Give a better answer."
+                )
+            started = time.perf_counter()
+            with _timed(trace, "generation"):
+                raw = self.generator.generate(
+                    prompts.generation_prompt(asked, texts), s.generation_max_tokens, temperature
+                )
+            with _timed(trace, "reflection"):
+                logprobs = self.critic.utility(query, clean_answer(raw))
+            utility = scoring.expected_utility(logprobs)
+            trace.iterations.append(
+                Iteration(number, raw, utility, logprobs, temperature, time.perf_counter() - started)
+            )
+            if utility is None or utility >= s.utility_stop:
+                break  # good enough, or the critic cannot judge it: regenerating would be blind
+        best = max(trace.iterations, key=lambda it: -math.inf if it.expected_utility is None else it.expected_utility)
+        trace.best_iteration = best.number
+        trace.raw_answer = best.raw_answer
+
+    def postprocess(self, trace: SelfRagTrace) -> None:
+        """Remove reflection and end tokens, extract the option letter; unparseable is an abstention."""
+        trace.clean_answer = clean_answer(trace.raw_answer)
+        if not trace.clean_answer:
+            trace.abstention = Abstention("empty-answer", "the generator returned no text")
+            return
+        if trace.options:
+            trace.letter = extract_letter(trace.clean_answer, trace.options)
+            if trace.letter is None:
+                trace.abstention = Abstention("unparseable", "no option letter or option text found in the answer")
+
+
+@contextmanager
+def _timed(trace: SelfRagTrace, stage: str) -> Iterator[None]:
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        trace.seconds[stage] = trace.seconds.get(stage, 0.0) + time.perf_counter() - started

@@ -1,0 +1,87 @@
+"""Prompt texts, in one place: the Self-RAG format, the judge questions, multiple-choice questions.
+
+Self-RAG / Self-BioRAG positions (where the native critic reads each token):
+
+* retrieval need: the next token after ``### Instruction:\\n{q}\\n\\n### Response:\\n``;
+* relevance: the next token after ``... ### Response:\\n[Retrieval]<paragraph>{doc}</paragraph>``;
+* support: the next token after the relevance token and the answer segment
+  (``...</paragraph>[Relevant]{answer}``); the batched critic, which has no
+  answer yet, reads it right after ``[Relevant]`` (see docs/SELFRAG.md);
+* utility: the next token after the support token (reranking) or after the whole
+  answer (self-reflection).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from core.selfrag.tokens import PARAGRAPH_CLOSE, PARAGRAPH_OPEN, RETRIEVAL
+
+__all__ = [
+    "JUDGE_RELEVANCE",
+    "JUDGE_RETRIEVAL",
+    "JUDGE_SUPPORT",
+    "JUDGE_SYSTEM",
+    "JUDGE_UTILITY",
+    "MCQ_INSTRUCTION",
+    "format_mcq",
+    "generation_prompt",
+    "instruction_prompt",
+    "paragraph_block",
+]
+
+MCQ_INSTRUCTION = (
+    "Given the answer candidates, choose the best answer choice. Reply with the letter and the option text "
+    "first, for example 'B. Rifampicin', then one or two sentences of explanation."
+)
+
+JUDGE_SYSTEM = "You are a strict medical evidence judge. Answer with a single word or digit."
+JUDGE_RETRIEVAL = (
+    "Question:\n{question}\n\nWould looking up a medical reference document help to answer this question "
+    "correctly? Answer Yes or No only."
+)
+JUDGE_RELEVANCE = (
+    "Question:\n{question}\n\nDocument:\n{document}\n\nDoes the document contain information that helps "
+    "answer this specific question? Answer Yes or No only."
+)
+JUDGE_SUPPORT = (
+    "Question:\n{question}\n\nDocument:\n{document}\n\nHow well does the document support answering the "
+    "question? Answer with one digit: 1 = fully supports, 2 = partially supports, 3 = no support or contradicts."
+)
+JUDGE_UTILITY = (
+    "Question:\n{question}\n\n{subject}\n\nRate how useful this is for answering the question, from 1 "
+    "(useless) to 5 (complete and correct). Answer with one digit only."
+)
+
+
+def format_mcq(question: str, options: Mapping[str, str], *, instruction: bool) -> str:
+    """The question with its options as ``A. text`` lines (the question alone when there are none).
+
+    ``instruction`` puts :data:`MCQ_INSTRUCTION` first (for the generator; the
+    critic's questions would clash with "reply with the letter").
+    """
+    if not options:
+        return question.strip()
+    lines = "\n".join(f"{letter}. {text}" for letter, text in options.items())
+    body = f"{question.strip()}\n{lines}"
+    return f"{MCQ_INSTRUCTION}\n\nQUESTION: {body}" if instruction else body
+
+
+def instruction_prompt(query: str) -> str:
+    """The Self-RAG instruction prompt that ends where the model emits its first reflection token."""
+    return f"### Instruction:\n{query}\n\n### Response:\n"
+
+
+def paragraph_block(documents: Sequence[str]) -> str:
+    """``[Retrieval]<paragraph>d1</paragraph>\\n\\n<paragraph>d2</paragraph>`` (empty for no documents)."""
+    if not documents:
+        return ""
+    body = "\n\n".join(f"{PARAGRAPH_OPEN}{d}{PARAGRAPH_CLOSE}" for d in documents)
+    return RETRIEVAL + body
+
+
+def generation_prompt(query: str, documents: Sequence[str]) -> str:
+    """Stage 5 prompt: the instruction, then the retrieved paragraphs when there are any."""
+    if not documents:
+        return instruction_prompt(query)
+    return f"### Instruction:\n{query}\n\n{paragraph_block(documents)}\n\n### Response:\n"

