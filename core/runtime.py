@@ -29,4 +29,8 @@ def open_runtime(settings: Settings | None = None) -> Runtime:
     s = settings or load_settings()
     db = Database(s.database_url, echo=s.store.echo_sql, busy_timeout_s=s.store.sqlite_busy_timeout_s)
     db.migrate()
+    if db.engine.dialect.name == "postgresql":  # pgvector serves similar cases; same API (docs/POSTGRES.md)
+        from core.cases.pgvector_search import PgVectorSearch
+
+        return Runtime(settings=s, db=db, search=PgVectorSearch(s, db))
     return Runtime(settings=s, db=db, search=CaseSearch(s, db))

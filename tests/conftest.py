@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import multiprocessing as mp
 import shutil
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,17 @@ def make_settings(root: Path, **overrides: Any) -> Settings:
     return load_settings("test", paths=paths, **overrides)
 
 
+@pytest.fixture()
+def spawn_ctx(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A ``spawn`` multiprocessing context whose children do not re-run ``__main__``.
+
+    Streamlit's AppTest leaves a page script registered as ``__main__``; a spawned child
+    would re-execute it. Targets must live in importable test modules.
+    """
+    monkeypatch.delattr(sys.modules["__main__"], "__file__", raising=False)
+    return mp.get_context("spawn")
+
+
 @pytest.fixture(scope="session")
 def demo_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A folder holding the seeded demo database and its case index (read-only use)."""
@@ -34,6 +47,16 @@ def demo_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     rt.search.open()
     rt.db.dispose()
     return root
+
+
+@pytest.fixture(scope="session")
+def demo_kb_root(demo_root: Path) -> Path:
+    """``demo_root`` with the demo knowledge bases (guidelines, drug labels) built, once per session."""
+    from core.kb import build_demo_kb
+
+    reports = build_demo_kb(make_settings(demo_root, kb={"progress": False}))
+    assert all(not r.errors for r in reports), [r.errors for r in reports]
+    return demo_root
 
 
 @pytest.fixture(scope="session")

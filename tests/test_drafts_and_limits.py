@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import func, select
@@ -112,8 +113,8 @@ def _hammer(url: str, doctor_id: int, n: int, out: mp.Queue) -> None:  # type: i
     out.put(passed)
 
 
-def test_rate_limit_is_shared_across_processes(fresh: Runtime) -> None:
-    ctx = mp.get_context("spawn")
+def test_rate_limit_is_shared_across_processes(fresh: Runtime, spawn_ctx: Any) -> None:
+    ctx = spawn_ctx
     out: mp.Queue = ctx.Queue()  # type: ignore[type-arg]
     procs = [ctx.Process(target=_hammer, args=(fresh.settings.database_url, _doctor(fresh), 8, out)) for _ in range(3)]
     for p in procs:

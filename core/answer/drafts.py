@@ -15,12 +15,13 @@ from dataclasses import dataclass
 from sqlalchemy import select
 
 from core.answer.guard import enforce
-from core.answer.prompt import draft_messages
+from core.answer.prompt import draft_messages, prompt_hash
+from core.answer.records import audit
 from core.answer.rules import forbidden_reason
 from core.cases import build_context_bundle
 from core.contracts import NO_COMPARABLE_CASES, BundleResult
 from core.errors import CasebookError, ImmutableRecordError, InvalidInputError, NotFoundError
-from core.llm.base import LLM
+from core.llm.base import LLM, Message
 from core.runtime import Runtime
 from core.store.db import Database
 from core.store.models import Report, ReportDraft, User, utcnow
@@ -73,15 +74,24 @@ def _sections(text: str) -> dict[str, str]:
     return {parts[i].lower(): parts[i + 1].strip() for i in range(1, len(parts) - 1, 2)}
 
 
-def generate_report_draft(rt: Runtime, scan_id: str, llm: LLM | None = None) -> DraftText:
-    """A FINDINGS / IMPRESSION / RECOMMENDATIONS draft grounded in the bundle. Writes nothing."""
+def generate_report_draft(
+    rt: Runtime, scan_id: str, llm: LLM | None = None, *, doctor_id: int | None = None
+) -> DraftText:
+    """A FINDINGS / IMPRESSION / RECOMMENDATIONS draft grounded in the bundle.
+
+    Writes no draft or report. When a language model is called, one audit row
+    records who asked, the backend, the prompt hash and which path won (the
+    prompt text itself is never stored).
+    """
     result = build_context_bundle(rt, scan_id)
     base = _extractive(result)
     if llm is None or result.bundle is None:
         return base
+    messages = draft_messages(result)
     try:
-        sections = _sections(llm.chat(draft_messages(result)).text)
-    except CasebookError:
+        sections = _sections(llm.chat(messages).text)
+    except CasebookError as exc:
+        _audit_draft(rt, scan_id, doctor_id, llm, messages, f"extractive:fallback:{type(exc).__name__}")
         return base
     out = base.as_contract()
     for key in ("findings", "impression"):
@@ -91,7 +101,23 @@ def generate_report_draft(rt: Runtime, scan_id: str, llm: LLM | None = None) -> 
     rec = sections.get("recommendations", "")
     if rec and forbidden_reason(rec) is None:
         out["recommendations"] = rec
-    return DraftText(**out, path="llm" if out != base.as_contract() else "extractive")
+    draft = DraftText(**out, path="llm" if out != base.as_contract() else "extractive")
+    _audit_draft(rt, scan_id, doctor_id, llm, messages, draft.path)
+    return draft
+
+
+def _audit_draft(
+    rt: Runtime, scan_id: str, doctor_id: int | None, llm: LLM, messages: list[Message], outcome: str
+) -> None:
+    audit(
+        rt.db,
+        actor_id=doctor_id,
+        action="draft",
+        scan_ref=scan_id,
+        backend=llm.backend,
+        prompt_hash=prompt_hash(messages),
+        outcome=outcome,
+    )
 
 
 def _doctor(db: Database, doctor_id: int) -> None:

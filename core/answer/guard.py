@@ -4,7 +4,9 @@ Each sentence of a model's answer is kept only if every case ID it cites is in
 the bundle, every number it states comes from the bundle, it names no condition
 the bundle lacks, and it carries no treatment advice, outside knowledge or
 definitive recommendation. Verbatim bundle text (an outcome such as "Recovered
-after chest drain") is history, not advice, and is exempt from the word lists.
+after chest drain") is history, not advice, and is exempt from the word lists;
+prior-report text is exempt only when it passes the advice rules itself, so a
+signed report carrying injected advice cannot smuggle it into an answer.
 An answer left with no valid citation is rejected so the caller falls back.
 """
 
@@ -63,11 +65,11 @@ def enforce(text: str, result: BundleResult) -> GuardReport:
         report.insufficient = True
         return report
     valid = set(result.case_ids)
+    reported = {r.findings for r in bundle.priorReports} | {r.impression for r in bundle.priorReports}
     phrases = sorted(
         {c.outcome or "" for c in bundle.similarCases}
         | {c.diagnosis for c in bundle.similarCases}
-        | {r.findings for r in bundle.priorReports}
-        | {r.impression for r in bundle.priorReports}
+        | {p for p in reported if forbidden_reason(p) is None}
         | {bundle.currentScan.diagnosis},
         key=len,
         reverse=True,

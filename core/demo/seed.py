@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import bcrypt
 import numpy as np
 from sqlalchemy import func, select
+from sqlalchemy import text as sql
 
 from core.demo.catalog import CATALOG, Condition, describe
 from core.demo.encoder import DemoImagingEncoder
@@ -186,5 +187,14 @@ def seed_demo(
                     )
         say("Writing historical cases")
         s.add_all(cases)
+        if s.bind is not None and s.bind.dialect.name == "postgresql":
+            # Cases carry explicit ids; move the serial past them so later imports do not collide.
+            s.flush()
+            s.execute(
+                sql(
+                    "SELECT setval(pg_get_serial_sequence('historical_cases', 'id'), "
+                    "(SELECT max(id) FROM historical_cases))"
+                )
+            )
     users = len(DEMO_DOCTORS) + len(DEMO_PATIENTS)
     return SeedSummary(True, users, n_scans, len(cases), f"Seeded {users} users, {n_scans} scans, {len(cases)} cases.")

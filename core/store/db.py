@@ -20,7 +20,7 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import Engine, create_engine, event, inspect
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import InternalError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from core.errors import ImmutableRecordError, ReadOnlyViolationError
@@ -99,6 +99,16 @@ class Database:
             cfg.attributes["connection"] = conn
             command.upgrade(cfg, "head")
 
+    def head_revision(self) -> str:
+        """The newest Alembic revision shipped with this code."""
+        from alembic.script import ScriptDirectory
+
+        cfg = Config()
+        cfg.set_main_option("script_location", str(MIGRATIONS))
+        head = ScriptDirectory.from_config(cfg).get_current_head()
+        assert head is not None
+        return head
+
     @contextmanager
     def session(self) -> Iterator[Session]:
         """A read-write unit of work: committed on success, rolled back on error."""
@@ -116,7 +126,9 @@ class Database:
         with self._ro() as s:
             try:
                 yield s
-            except OperationalError as exc:
+            except (OperationalError, InternalError) as exc:
+                # SQLite: "attempt to write a readonly database"; PostgreSQL: SQLSTATE 25006
+                # "cannot execute ... in a read-only transaction" (psycopg raises InternalError).
                 if "readonly" in str(exc).lower() or "read-only" in str(exc).lower():
                     raise ReadOnlyViolationError("Inference sessions are read-only: a write was attempted") from exc
                 raise
