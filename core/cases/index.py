@@ -217,8 +217,10 @@ class CaseIndex:
         rows: np.ndarray | None = None
         if hnsw is not None:
             n_cand = min(end - start, k * rerank)
-            hnsw.hnsw.efSearch = max(ef_search, n_cand)
-            _, cand = hnsw.search(q.reshape(1, -1), n_cand)
+            # Per-call parameters: the shared index object is never mutated, so threads may search at once.
+            params: Any = faiss.SearchParametersHNSW()  # type: ignore[attr-defined]  # missing from the stubs
+            params.efSearch = max(ef_search, n_cand)
+            _, cand = hnsw.search(q.reshape(1, -1), n_cand, params=params)
             cand = cand[0][cand[0] >= 0]
             if len(cand) >= k:
                 rows = start + np.sort(cand)

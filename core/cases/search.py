@@ -17,6 +17,7 @@ import faiss
 import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
+from threadpoolctl import threadpool_limits
 
 from core.cases.index import CaseIndex, IndexParams, build_index
 from core.contracts import EmptyReason, SimilarCase, SimilarCasesResult
@@ -67,6 +68,9 @@ class CaseSearch:
         self._lock = threading.Lock()
         self._cache: OrderedDict[tuple[str, int, str], SimilarCasesResult] = OrderedDict()
         faiss.omp_set_num_threads(settings.search.faiss_threads)
+        # One query is a matrix-vector product: BLAS threads only add hand-off cost
+        # (measured ~10x slower exact scans with the default thread pool; docs/SIMILARITY.md).
+        threadpool_limits(limits=settings.search.faiss_threads, user_api="blas")
 
     # -- index lifecycle ---------------------------------------------------
     def rebuild(self) -> CaseIndex:

@@ -1,0 +1,438 @@
+"""Similar-case search benchmark: latency, recall@5, build time and memory of four engines side by side.
+
+    python bench/similar_cases.py                          # 10k and 100k cases
+    python bench/similar_cases.py --full                   # adds 1M cases (HNSW builds take minutes)
+    python bench/similar_cases.py --sizes 10000 --queries 200 --json out.json
+
+Synthetic data with a fixed seed: 512-d unit vectors drawn around 400 diagnosis
+centres (each anatomy has its own diagnoses, which share an anatomy direction),
+per-case noise as in the demo encoder (0.55 relative). One anatomy (``lung``)
+holds 10% of the cases and one of its regions (``lung/left_lung_upper``) 1%;
+lung diagnoses are spread over all lung regions. Queries are noisy copies of
+stored vectors inside the filter (a new scan of a known condition). Ground
+truth is the exact top-5 by cosine over the filtered rows.
+
+Engines, each built, queried and dropped in turn inside one process:
+
+* ``numpy``: brute force, ``vectors[mask] @ q`` with a boolean mask for the filter;
+* ``faiss-flat``: ``IndexFlatIP`` with ``SearchParameters(sel=IDSelectorBitmap)`` for filters;
+* ``faiss-hnsw``: one global ``IndexHNSWSQ`` (8-bit, the same M / efConstruction / efSearch
+  and exact re-scoring of ``k * rerank`` candidates as Casebook) filtered by an ID selector;
+* ``casebook``: ``core.cases.index.build_index`` + ``CaseIndex.search`` with the settings defaults.
+
+Queries run one at a time with ``faiss.omp_set_num_threads(1)``; builds use every core.
+Similarity shown to doctors is ``(1 + cosine) / 2``, a monotone map, so recall is the same either way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import gc
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import faiss
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from any folder
+
+from core.cases.index import CaseIndex, IndexParams, build_index
+from core.settings import SearchSettings
+
+DIM = 512
+K = 5
+SEED = 20261122
+CASE_NOISE = 0.55  # as DemoSettings.noise
+QUERY_NOISE = 0.3  # a new scan of a stored case: cosine ~0.96 to its source
+N_OTHER_ANATOMIES = 20  # 4.5% each, so at 1M no other anatomy reaches hnsw_min_cases (50k)
+LUNG_REGIONS = {"left_lung_upper": 0.1, "left_lung_lower": 0.3, "right_lung_upper": 0.3, "right_lung_lower": 0.3}
+FILTERS: dict[str, tuple[str | None, str | None]] = {
+    "none": (None, None),
+    "10%": ("lung", None),
+    "1%": ("lung", "left_lung_upper"),
+}
+ENGINES = ("numpy", "faiss-flat", "faiss-hnsw", "casebook")
+
+
+def log(msg: str) -> None:
+    """Progress line on stderr."""
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def trim_heap() -> None:
+    """Hand freed heap pages back to the OS (glibc keeps them), so RSS deltas measure live memory only."""
+    with contextlib.suppress(OSError):  # not glibc: RSS deltas may include freed memory
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+def rss_bytes() -> tuple[int, int]:
+    """Resident memory of this process: (anonymous, file-backed) bytes, from /proc/self/status.
+
+    File-backed pages are memory-mapped files (Casebook's vectors.npy): shared, reclaimable page cache.
+    """
+    fields = dict(line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines() if ":" in line)
+    return int(fields["RssAnon"].split()[0]) * 1024, int(fields["RssFile"].split()[0]) * 1024
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    return (x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)).astype(np.float32)
+
+
+# --- data --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Dataset:
+    """Vectors, labels, filter masks, queries and exact ground truth for one size."""
+
+    vectors: np.ndarray
+    anatomy: np.ndarray
+    region: np.ndarray
+    masks: dict[str, np.ndarray | None] = field(default_factory=dict)
+    queries: dict[str, np.ndarray] = field(default_factory=dict)
+    truth: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        """Number of cases."""
+        return len(self.vectors)
+
+
+def _exact_counts(n: int, probs: list[float]) -> np.ndarray:
+    counts = np.floor(np.asarray(probs) * n).astype(np.int64)
+    counts[-1] += n - counts.sum()
+    return counts
+
+
+def make_dataset(n: int, n_queries: int, seed: int = SEED) -> Dataset:
+    """Clustered unit vectors with anatomy/region labels; exact 10% and 1% filter groups."""
+    rng = np.random.default_rng(seed)
+    anatomies = ["lung"] + [f"anatomy{i:02d}" for i in range(N_OTHER_ANATOMIES)]
+    diag_per = [40] + [18] * N_OTHER_ANATOMIES  # 400 diagnoses
+    anat_dir = _unit(rng.standard_normal((len(anatomies), DIM)))
+    centres = np.concatenate(
+        [_unit(0.6 * anat_dir[a] + 0.8 * _unit(rng.standard_normal((m, DIM)))) for a, m in enumerate(diag_per)]
+    )
+    first_diag = np.concatenate([[0], np.cumsum(diag_per)[:-1]])
+    a_idx = rng.permutation(np.repeat(np.arange(len(anatomies)), _exact_counts(n, [0.1] + [0.9 / 20] * 20)))
+    diag = first_diag[a_idx] + (rng.random(n) * np.asarray(diag_per)[a_idx]).astype(np.int64)
+    region = np.empty(n, dtype=object)
+    lung = np.flatnonzero(a_idx == 0)
+    names = list(LUNG_REGIONS)
+    region[lung] = np.asarray(names, dtype=object)[
+        rng.permutation(np.repeat(np.arange(len(names)), _exact_counts(len(lung), list(LUNG_REGIONS.values()))))
+    ]
+    other = np.flatnonzero(a_idx != 0)
+    region[other] = np.asarray(["r0", "r1", "r2"], dtype=object)[rng.integers(0, 3, len(other))]
+    vectors = np.empty((n, DIM), dtype=np.float32)
+    for s in range(0, n, 100_000):
+        e = min(n, s + 100_000)
+        noise = rng.standard_normal((e - s, DIM), dtype=np.float32) * (CASE_NOISE / np.sqrt(DIM))
+        vectors[s:e] = _unit(centres[diag[s:e]] + noise)
+    ds = Dataset(vectors, np.asarray(anatomies, dtype=object)[a_idx], region)
+    for name, (anat, reg) in FILTERS.items():
+        mask = None if anat is None else (ds.anatomy == anat) & (True if reg is None else ds.region == reg)
+        ds.masks[name] = None if mask is None else np.asarray(mask, dtype=bool)
+        rows = np.arange(n) if mask is None else np.flatnonzero(mask)
+        src = vectors[rng.choice(rows, n_queries, replace=len(rows) < n_queries)]  # 1% of 10k is 100 rows
+        ds.queries[name] = _unit(src + rng.standard_normal(src.shape, dtype=np.float32) * (QUERY_NOISE / np.sqrt(DIM)))
+        ds.truth[name] = exact_topk(vectors, rows, ds.queries[name], K)
+    return ds
+
+
+def exact_topk(vectors: np.ndarray, rows: np.ndarray, queries: np.ndarray, k: int) -> np.ndarray:
+    """Exact top-k row ids (cosine) of every query among ``rows``, batched in blocks."""
+    best_s = np.full((len(queries), 0), -np.inf, dtype=np.float32)
+    best_i = np.zeros((len(queries), 0), dtype=np.int64)
+    for s in range(0, len(rows), 50_000):
+        block = rows[s : s + 50_000]
+        scores = queries @ vectors[block].T
+        cand_s = np.concatenate([best_s, scores], axis=1)
+        cand_i = np.concatenate([best_i, np.broadcast_to(block, scores.shape)], axis=1)
+        top = np.argpartition(-cand_s, min(k, cand_s.shape[1] - 1), axis=1)[:, :k]
+        best_s, best_i = np.take_along_axis(cand_s, top, 1), np.take_along_axis(cand_i, top, 1)
+    return best_i
+
+
+# --- engines -----------------------------------------------------------------------------------------
+
+
+class Engine(Protocol):
+    """One search implementation: built once, then queried one vector at a time."""
+
+    def build(self, ds: Dataset, workdir: Path) -> int:
+        """Build (and persist where the engine persists); return bytes on disk."""
+        ...
+
+    def search(self, query: np.ndarray, filter_name: str) -> np.ndarray:
+        """Ids of the top-k cases for one query under the named filter."""
+        ...
+
+
+def _top(scores: np.ndarray, ids: np.ndarray, k: int) -> np.ndarray:
+    top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
+    return ids[top[np.argsort(-scores[top])]]
+
+
+def _bitmap_params(
+    masks: dict[str, np.ndarray | None], make: Callable[..., Any], **kwargs: Any
+) -> tuple[dict[str, Any], list[Any]]:
+    """Search parameters per filter with an IDSelectorBitmap; returns them and the objects to keep alive."""
+    params: dict[str, Any] = {}
+    keep: list[Any] = []
+    for name, mask in masks.items():
+        if mask is None:
+            params[name] = make(**kwargs)
+            continue
+        bits = np.packbits(mask, bitorder="little")
+        sel = faiss.IDSelectorBitmap(len(mask), faiss.swig_ptr(bits))
+        keep += [bits, sel]
+        params[name] = make(sel=sel, **kwargs)
+    return params, keep
+
+
+class NumpyEngine:
+    """Brute force over an in-memory copy; the filter is a boolean mask."""
+
+    def build(self, ds: Dataset, workdir: Path) -> int:
+        self.vectors = ds.vectors.copy()
+        self.ids = np.arange(ds.n)
+        self.masks = ds.masks
+        return int(self.vectors.nbytes)
+
+    def search(self, query: np.ndarray, filter_name: str) -> np.ndarray:
+        mask = self.masks[filter_name]
+        if mask is None:
+            return _top(self.vectors @ query, self.ids, K)
+        return _top(self.vectors[mask] @ query, self.ids[mask], K)
+
+
+class FlatEngine:
+    """``IndexFlatIP``; filters through ``SearchParameters(sel=IDSelectorBitmap)``."""
+
+    def build(self, ds: Dataset, workdir: Path) -> int:
+        self.index = faiss.IndexFlatIP(DIM)
+        self.index.add(ds.vectors)
+        self.params, self._keep = _bitmap_params(ds.masks, faiss.SearchParameters)
+        return _written_size(self.index, workdir)
+
+    def search(self, query: np.ndarray, filter_name: str) -> np.ndarray:
+        _, ids = self.index.search(query[None], K, params=self.params[filter_name])
+        return np.asarray(ids[0])
+
+
+class GlobalHnswEngine:
+    """One global ``IndexHNSWSQ`` (Casebook's parameters) filtered by an ID selector, re-scored exactly."""
+
+    def __init__(self, s: SearchSettings) -> None:
+        self.s = s
+
+    def build(self, ds: Dataset, workdir: Path) -> int:
+        qt_8bit: Any = faiss.ScalarQuantizer.QT_8bit
+        self.index = faiss.IndexHNSWSQ(DIM, qt_8bit, self.s.hnsw_m, faiss.METRIC_INNER_PRODUCT)
+        self.index.hnsw.efConstruction = self.s.hnsw_ef_construction
+        self.index.train(ds.vectors)
+        self.index.add(ds.vectors)
+        self.n_cand = K * self.s.hnsw_rerank
+        ef = max(self.s.hnsw_ef_search, self.n_cand)
+        hnsw_params: Any = faiss.SearchParametersHNSW  # type: ignore[attr-defined]  # missing from the stubs
+        self.params, self._keep = _bitmap_params(ds.masks, hnsw_params, efSearch=ef)
+        self.vectors = ds.vectors  # re-scoring reads the benchmark's array (shared, not counted as this engine's)
+        return _written_size(self.index, workdir)
+
+    def search(self, query: np.ndarray, filter_name: str) -> np.ndarray:
+        _, cand = self.index.search(query[None], self.n_cand, params=self.params[filter_name])
+        rows = np.sort(cand[0][cand[0] >= 0])
+        if len(rows) == 0:
+            return rows
+        return _top(self.vectors[rows] @ query, rows, K)
+
+
+class CasebookEngine:
+    """``core.cases.index``: contiguous groups, exact scan below hnsw_min_cases, per-group HNSW above."""
+
+    def __init__(self, s: SearchSettings) -> None:
+        self.s = s
+
+    def build(self, ds: Dataset, workdir: Path) -> int:
+        path = build_index(
+            workdir / "cases",
+            np.arange(ds.n, dtype=np.int64),
+            ds.anatomy.tolist(),
+            ds.region.tolist(),
+            ds.vectors,
+            encoder_id="bench",
+            table_checksum="bench",
+            params=IndexParams(self.s.hnsw_min_cases, self.s.hnsw_m, self.s.hnsw_ef_construction),
+        )
+        self.index = CaseIndex(path, verify=False)
+        return sum(p.stat().st_size for p in path.iterdir() if p.is_file())
+
+    def search(self, query: np.ndarray, filter_name: str) -> np.ndarray:
+        anatomy, region = FILTERS[filter_name]  # (None, None) is the "*" group: all cases
+        ids, _ = self.index.search(
+            query, anatomy, region, K, ef_search=self.s.hnsw_ef_search, rerank=self.s.hnsw_rerank
+        )
+        return ids
+
+
+def _written_size(index: Any, workdir: Path) -> int:
+    path = workdir / "index.faiss"
+    faiss.write_index(index, str(path))
+    size = path.stat().st_size
+    path.unlink()
+    return size
+
+
+# --- measurement -------------------------------------------------------------------------------------
+
+
+def make_engine(name: str, s: SearchSettings) -> Engine:
+    """An unbuilt engine by name."""
+    engines: dict[str, Callable[[], Engine]] = {
+        "numpy": NumpyEngine,
+        "faiss-flat": FlatEngine,
+        "faiss-hnsw": lambda: GlobalHnswEngine(s),
+        "casebook": lambda: CasebookEngine(s),
+    }
+    return engines[name]()
+
+
+def _query_filter(ds: Dataset, engine: Engine, name: str, fname: str, warmup: int) -> dict[str, Any]:
+    """Warm up, then time every query of one filter one at a time; latency, recall@5 and short results."""
+    queries = ds.queries[fname]
+    for q in queries[:warmup]:
+        engine.search(q, fname)
+    times, recalls, short = [], [], 0
+    for q, truth in zip(queries, ds.truth[fname], strict=True):
+        t = time.perf_counter()
+        ids = engine.search(q, fname)
+        times.append(time.perf_counter() - t)
+        short += int(len(ids) < K or bool((ids < 0).any()))
+        recalls.append(len(set(ids.tolist()) & set(truth.tolist())) / K)
+    ms = np.asarray(times) * 1000
+    row = {
+        "n": ds.n,
+        "filter": fname,
+        "filter_rows": _rows(ds, fname),
+        "engine": name,
+        "p50_ms": round(float(np.percentile(ms, 50)), 3),
+        "p95_ms": round(float(np.percentile(ms, 95)), 3),
+        "recall_at_5": round(float(np.mean(recalls)), 4),
+        "short_results": short,
+        "queries": len(queries),
+    }
+    log(f"  {name} {fname}: p50 {row['p50_ms']} ms, p95 {row['p95_ms']} ms, recall {row['recall_at_5']}, short {short}")
+    return row
+
+
+def measure(ds: Dataset, name: str, s: SearchSettings, warmup: int, blas_threads: int) -> list[dict[str, Any]]:
+    """Build one engine, run every filter's queries one at a time, and return one row per filter."""
+    gc.collect()
+    trim_heap()
+    rss0 = rss_bytes()
+    workdir = Path(tempfile.mkdtemp(prefix="simbench-"))
+    try:
+        faiss.omp_set_num_threads(os.cpu_count() or 1)
+        t0 = time.perf_counter()
+        engine = make_engine(name, s)
+        disk = engine.build(ds, workdir)
+        build_s = time.perf_counter() - t0
+        faiss.omp_set_num_threads(1)
+        log(f"  {name}: built in {build_s:.1f} s")
+        with threadpool_limits(blas_threads, user_api="blas"):
+            rows = [_query_filter(ds, engine, name, fname, warmup) for fname in ds.queries]
+        gc.collect()
+        gc.collect()
+        trim_heap()
+        anon, file = (round((after - before) / ds.n) for after, before in zip(rss_bytes(), rss0, strict=True))
+        for r in rows:
+            r |= {
+                "build_s": round(build_s, 1),
+                "disk_mb": round(disk / 2**20, 1),
+                "rss_anon_b_per_case": anon,
+                "rss_file_b_per_case": file,
+            }
+        del engine
+        return rows
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+        gc.collect()
+
+
+def _rows(ds: Dataset, filter_name: str) -> int:
+    mask = ds.masks[filter_name]
+    return ds.n if mask is None else int(mask.sum())
+
+
+def markdown(rows: list[dict[str, Any]]) -> str:
+    """The results as a Markdown table."""
+    head = "| cases | filter (rows) | engine | p50 ms | p95 ms | recall@5 | short/-1 | build s | disk MB | RSS B/case anon + file |"
+    out = [head, "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        out.append(
+            f"| {r['n']:,} | {r['filter']} ({r['filter_rows']:,}) | {r['engine']} | {r['p50_ms']:.2f} | "
+            f"{r['p95_ms']:.2f} | {r['recall_at_5']:.3f} | {r['short_results']} | {r['build_s']} | "
+            f"{r['disk_mb']} | {r['rss_anon_b_per_case']:,} + {r['rss_file_b_per_case']:,} |"
+        )
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line entry point."""
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000], help="case counts to benchmark")
+    ap.add_argument("--full", action="store_true", help="also run 1,000,000 cases (slow HNSW builds)")
+    ap.add_argument("--queries", type=int, default=200, help="timed queries per filter (>= 200 for the docs)")
+    ap.add_argument("--warmup", type=int, default=10, help="untimed queries per filter before timing")
+    ap.add_argument("--blas-threads", type=int, default=1, help="numpy/OpenBLAS threads while querying (builds: all)")
+    ap.add_argument("--engines", nargs="+", default=list(ENGINES), choices=ENGINES)
+    ap.add_argument("--json", type=Path, help="also write the rows and run metadata here")
+    args = ap.parse_args(argv)
+    sizes = sorted(set(args.sizes + ([1_000_000] if args.full else [])))
+    settings = SearchSettings()
+    meta = {
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "faiss": faiss.__version__,
+        "numpy": np.__version__,
+        "cpus": os.cpu_count(),
+        "load_avg_start": os.getloadavg(),
+        "settings": settings.model_dump(include={"hnsw_m", "hnsw_ef_construction", "hnsw_ef_search", "hnsw_rerank",
+                                                 "hnsw_min_cases"}),
+        "seed": SEED,
+        "blas_threads": args.blas_threads,
+    }  # fmt: skip
+    rows: list[dict[str, Any]] = []
+    for n in sizes:
+        t = time.perf_counter()
+        ds = make_dataset(n, args.queries)
+        log(f"{n:,} cases: data and ground truth in {time.perf_counter() - t:.1f} s")
+        for name in args.engines:
+            rows += measure(ds, name, settings, args.warmup, args.blas_threads)
+        del ds
+        gc.collect()
+    meta["load_avg_end"] = os.getloadavg()
+    print(markdown(rows))
+    loads = [f"{x:.2f}" for x in (*meta["load_avg_start"], *meta["load_avg_end"])]
+    print(
+        f"\nfaiss {meta['faiss']}, numpy {meta['numpy']}, {meta['cpus']} cpus, query threads: faiss 1, "
+        f"BLAS {args.blas_threads}; load average {' '.join(loads[:3])} -> {' '.join(loads[3:])}"
+    )
+    if args.json:
+        args.json.write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
