@@ -1,7 +1,85 @@
-"""Report Draft (placeholder until its core lands)."""
+"""Report Draft: saved drafts of a scan, the editor (save, sign), and signed report versions with amendments."""
 
 from __future__ import annotations
 
-from pages._shared import not_yet
+import streamlit as st
 
-not_yet("Report Draft", "Generate, edit, save and sign FINDINGS / IMPRESSION / RECOMMENDATIONS drafts.")
+from core.errors import CasebookError
+from core.reports import ReportRow, list_drafts, report_versions
+from pages._draft import draft_editor, generate, open_saved, state_key
+from pages._shared import DEMO_NOTICE, DRAFT_NOTICE, get_runtime, pick_scan, require_user, show_error
+from pages._widgets import reports_view
+
+user = require_user(doctor=True)
+st.title("Report Draft")
+st.caption(DEMO_NOTICE)
+scan = pick_scan(user)
+if scan is None:
+    st.stop()
+rt = get_runtime()
+st.info(DRAFT_NOTICE, icon="📝")
+st.markdown(f"Scan: **{scan.diagnosis}** · {scan.anatomy} · {scan.created_at:%Y-%m-%d}")
+
+try:
+    drafts = list_drafts(rt.db, scan.scan_id)
+    reports = report_versions(rt.db, scan.scan_id)
+except CasebookError as exc:
+    show_error("Reports are unavailable", exc)
+    st.stop()
+
+left, right = st.columns([2, 3], gap="large")
+with left:
+    st.subheader("Saved drafts")
+    if not drafts:
+        st.caption("No saved drafts for this scan.")
+    for d in drafts:
+        with st.container(border=True, key=f"draft-row-{d.id}"):
+            state = "open" if d.is_open else f"signed as report #{d.report_id}"
+            st.markdown(f"**Draft #{d.id}** · {state} · {d.updated_at:%Y-%m-%d %H:%M} · {d.author}")
+            st.caption(d.impression[:160])
+            if d.is_open:
+                st.button("Open in editor", key=f"open-{d.id}", on_click=open_saved, args=(d,))
+    if st.button("Generate new draft", key="generate-draft", icon="🪄"):
+        generate(rt, scan.scan_id)
+
+with right:
+    st.subheader("Editor")
+    draft_editor(rt, user, scan.scan_id)
+    if st.session_state.get(state_key(scan.scan_id)) is None and drafts and any(d.is_open for d in drafts):
+        st.caption("Open a saved draft to edit or sign it.")
+
+
+def amend(report: ReportRow) -> None:
+    """Sign an amended version of ``report`` (the original stays unchanged)."""
+    from core.answer.drafts import amend_report
+
+    k = f"amend-{report.id}"
+    try:
+        new_id = amend_report(
+            rt.db,
+            report.id,
+            user.id,
+            st.session_state[f"{k}:findings"],
+            st.session_state[f"{k}:impression"],
+            st.session_state[f"{k}:recommendations"],
+        )
+    except CasebookError as exc:
+        st.session_state["amend_flash"] = ("error", f"Could not amend: {exc}. {exc.hint}")
+    else:
+        st.session_state["amend_flash"] = ("success", f"Signed amended report #{new_id}.")
+
+
+st.subheader("Version history")
+slot = st.empty()
+if flash := st.session_state.pop("amend_flash", None):
+    (slot.success if flash[0] == "success" else slot.error)(flash[1])
+reports_view(reports)
+current = next((r for r in reports if r.is_current), None)
+if current is not None:
+    with st.expander(f"Amend report #{current.id} (creates version {current.version + 1})"):
+        k = f"amend-{current.id}"
+        st.text_area("FINDINGS", current.findings, key=f"{k}:findings")
+        st.text_area("IMPRESSION", current.impression, key=f"{k}:impression")
+        st.text_area("RECOMMENDATIONS", current.recommendations, key=f"{k}:recommendations")
+        sure = st.checkbox("I sign this amendment", key=f"{k}:confirm")
+        st.button("Sign amendment", key=f"{k}:sign", disabled=not sure, on_click=amend, args=(current,))

@@ -1,62 +1,63 @@
-"""Scan Review: pick a scan, see its card and the similar past cases."""
+"""Scan Review: the scan card, similar cases, Ask AI, the report draft and the signed reports.
+
+Doctors get everything; a patient sees their own scan card and signed reports, no chat, no drafts.
+"""
 
 from __future__ import annotations
 
-import plotly.graph_objects as go
 import streamlit as st
 
-from pages._shared import DEMO_NOTICE, DRAFT_NOTICE, get_runtime, index_version, pick_scan, similar_cases
+from core.errors import CasebookError
+from core.reports import report_versions
+from pages._draft import draft_editor, generate
+from pages._shared import DEMO_NOTICE, DRAFT_NOTICE, get_runtime, pick_scan, require_user, show_error, similar_for
+from pages._widgets import case_cards, reports_view, scan_card
 
-st.title("Scan Review")
+user = require_user()
+st.title("Scan Review" if user.is_doctor else "My scans")
 st.caption(DEMO_NOTICE)
-scan = pick_scan()
+scan = pick_scan(user)
 if scan is None:
     st.stop()
+rt = get_runtime()
 
+if not user.is_doctor:
+    st.info("These results are reviewed by your doctor. Only signed reports are part of your record.", icon="ℹ️")
+    scan_card(scan, show_gauge=False)
+    st.subheader("Signed reports")
+    reports_view(report_versions(rt.db, scan.scan_id))
+    st.stop()
+
+st.info(DRAFT_NOTICE, icon="📝")
 left, right = st.columns([2, 3], gap="large")
-with left, st.container(border=True):
-    st.subheader("Current scan")
-    st.markdown(f"**{scan['diagnosis']}**")
-    st.write(
-        f"Anatomy: {scan['anatomy']}" + (f" · region: {scan['region'].replace('_', ' ')}" if scan["region"] else "")
-    )
-    st.write(f"Acquired: {scan['created_at']:%Y-%m-%d}")
-    gauge = go.Figure(
-        go.Indicator(
-            mode="gauge+number",
-            value=round(scan["confidence"] * 100),
-            number={"suffix": "%"},
-            title={"text": "AI confidence"},
-            gauge={
-                "axis": {"range": [0, 100]},
-                "bar": {"color": "#2b6cb0"},
-                "steps": [
-                    {"range": [0, 30], "color": "#fed7d7"},
-                    {"range": [30, 70], "color": "#fefcbf"},
-                    {"range": [70, 100], "color": "#c6f6d5"},
-                ],
-            },
-        )
-    )
-    gauge.update_layout(height=220, margin={"t": 40, "b": 0, "l": 20, "r": 20})
-    st.plotly_chart(gauge, use_container_width=True)
+with left:
+    scan_card(scan)
+    st.subheader("Similar cases")
+    try:
+        result = similar_for(scan.scan_id)
+    except CasebookError as exc:
+        show_error("Similar-case search is unavailable", exc)
+    else:
+        case_cards(result)
 
 with right:
-    st.subheader("Similar cases")
-    top_k = get_runtime().settings.search.top_k
-    try:
-        result = similar_cases(scan["scan_id"], top_k, index_version())
-    except Exception as exc:  # the panel fails closed, the page stays up
-        st.error(f"Similar-case search is unavailable: {exc}")
-        st.stop()
-    if result.notice:
-        st.info(result.notice)
-    if not result.cases:
-        st.warning("No comparable cases found in system memory. Manual review recommended.")
-    for case in result.cases:
-        with st.container(border=True):
-            c1, c2 = st.columns([3, 2])
-            c1.markdown(f"**{case.caseId}** · {case.diagnosis}")
-            c1.caption(f"Severity: {case.severity or 'n/a'} · Outcome: {case.outcome or 'not recorded'}")
-            c2.progress(case.similarity, text=f"Similarity {case.similarity:.0%}")
-st.caption(DRAFT_NOTICE)
+    from pages._chat import chat_panel  # lazy: the answer service loads on first use
+
+    with st.container(border=True, key="ask-ai"):
+        chat_panel(rt, user, scan.scan_id)
+    with st.container(border=True, key="draft"):
+        st.subheader("Report draft")
+        if st.button(
+            "Generate draft",
+            key="generate-draft",
+            icon="🪄",
+            help="Writes FINDINGS / IMPRESSION / RECOMMENDATIONS from the similar-case evidence. Nothing is saved.",
+        ):
+            generate(rt, scan.scan_id)
+        draft_editor(rt, user, scan.scan_id)
+    with st.container(border=True, key="signed-reports"):
+        st.subheader("Signed reports")
+        try:
+            reports_view(report_versions(rt.db, scan.scan_id))
+        except CasebookError as exc:
+            show_error("Reports are unavailable", exc)

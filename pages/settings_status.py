@@ -1,7 +1,97 @@
-"""Settings / Status (placeholder until its core lands)."""
+"""Settings / Status: backends in use, model files and hashes, index statistics and versions, rebuild actions."""
 
 from __future__ import annotations
 
-from pages._shared import not_yet
+import json
 
-not_yet("Settings / Status", "Backends in use, model files and hashes, index statistics and rebuild actions.")
+import streamlit as st
+
+from core.errors import CasebookError
+from pages._shared import get_runtime, require_user, show_error
+
+user = require_user(doctor=True)
+rt = get_runtime()
+s = rt.settings
+st.title("Settings / Status")
+
+st.subheader("Backends in use")
+c1, c2, c3, c4 = st.columns(4)
+c1.metric("Language model", s.llm.backend)
+c2.metric("Embeddings", s.embed.backend)
+c3.metric("Store", "SQLite" if rt.db.is_sqlite else rt.db.engine.dialect.name)
+c4.metric("Preset", s.preset)
+st.caption(
+    f"Imaging encoder: `{s.search.encoder_id}` · top_k {s.search.top_k} · Ask AI budget {s.ask.llm_budget_s:g} s"
+)
+
+st.subheader("Model files")
+try:
+    from core.llm.models import default_model_path, load_spec
+
+    spec = load_spec(s.llm.model_name)
+    path = default_model_path(s)
+    stamp = path.with_name(path.name + ".verified.json")
+    verified = stamp.is_file() and json.loads(stamp.read_text()).get("sha256") == spec.sha256
+    st.dataframe(
+        [
+            {
+                "model": spec.name,
+                "file": str(path),
+                "present": path.is_file(),
+                "size (MB)": round(spec.size / 1e6, 1),
+                "sha256 (catalogue)": spec.sha256,
+                "verified": verified,
+                "licence": spec.licence,
+            }
+        ],
+        hide_index=True,
+        width="stretch",
+    )
+    if not path.is_file():
+        st.info("The local model is not assembled. Run `python -m core llm assemble` (or `make prepare`).")
+except CasebookError as exc:
+    show_error("Model catalogue unavailable", exc)
+
+st.subheader("Similar-case index")
+try:
+    index = rt.search.index
+    m = index.manifest
+    i1, i2, i3 = st.columns(3)
+    i1.metric("Cases", f"{m['count']:,}")
+    i2.metric("Dimension", m["dim"])
+    i3.metric("Filter groups", len(index.groups))
+    st.caption(
+        f"Version `{index.version}` · encoder `{m['encoder_id']}` · table checksum `{m['table_checksum'][:16]}…`"
+    )
+    hnsw = [k for k, g in index.groups.items() if g["hnsw"]]
+    st.caption(f"HNSW groups: {', '.join(hnsw) if hnsw else 'none (every group is searched exactly)'}")
+except CasebookError as exc:
+    show_error("The similar-case index is unavailable", exc)
+
+st.subheader("Knowledge bases")
+root = s.paths.resolve(s.paths.index_dir)
+kbs = sorted(root.glob("kb_*"))
+if not kbs:
+    st.caption("No knowledge base built yet (`python -m core kb build`).")
+for kb in kbs:
+    try:
+        manifest = json.loads((kb / "manifest.json").read_text())
+    except (OSError, ValueError):
+        st.warning(f"{kb.name}: manifest missing or unreadable; rebuild it.")
+        continue
+    summary = {k: v for k, v in manifest.items() if isinstance(v, str | int | float)}
+    st.markdown(f"**{kb.name}**")
+    st.json(summary, expanded=False)
+
+st.subheader("Actions")
+sure = st.checkbox("I want to rebuild the similar-case index", key="confirm-rebuild")
+if st.button("Rebuild similar-case index", key="rebuild-index", type="primary", disabled=not sure):
+    try:
+        with st.spinner("Rebuilding the similar-case index…"):
+            rt.search.rebuild()
+            new = rt.search.refresh()
+    except CasebookError as exc:
+        show_error("Rebuild failed", exc)
+    else:
+        st.success(f"Index rebuilt: version `{new.version}`. Cached similar cases use the new version.")
+st.button("Clear cached lookups", key="clear-cache", on_click=st.cache_data.clear, help="Scan lists and similar cases.")

@@ -1,0 +1,115 @@
+"""The Ask AI panel: conversation history, streamed answers, citation chips, badges, abstention banners."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import streamlit as st
+
+from core.contracts import INSUFFICIENT_DATA, NO_COMPARABLE_CASES
+from core.errors import CasebookError, RateLimitedError
+from pages._shared import get_llm, show_error
+from pages._widgets import citation_chips, confidence_badge
+
+if TYPE_CHECKING:
+    from core.answer.service import AskResult
+    from core.auth import CurrentUser
+    from core.runtime import Runtime
+
+_ABSTAIN = {NO_COMPARABLE_CASES: "no comparable cases", INSUFFICIENT_DATA: "insufficient data"}
+_REASONS = {
+    "no_embedding": "this scan has no imaging embedding",
+    "low_confidence": "the scan's AI confidence is below the safety threshold",
+    "no_similar_cases": "no similar historical cases were found",
+    "search_failed": "similar-case search failed",
+}
+
+
+def _assistant(content: str, cited: list[str], confidence: str | None, key: str, reason: str | None = None) -> None:
+    if content in _ABSTAIN:
+        why = _REASONS.get(reason or "", reason) if reason else _ABSTAIN[content]
+        st.warning(f"**The AI abstained** ({why}). {content}", icon="🛑")
+    else:
+        st.markdown(content)
+    confidence_badge(confidence)
+    citation_chips(cited, key)
+
+
+def _history(rt: Runtime, user: CurrentUser, scan_id: str) -> list[dict[str, Any]]:
+    from core.answer.records import history
+
+    return history(rt.db, scan_id, user.id)
+
+
+def _ask(rt: Runtime, user: CurrentUser, scan_id: str, question: str, key: str) -> None:
+    from core.answer.service import stream_answer
+
+    llm = get_llm(rt)
+    events = stream_answer(rt, scan_id, question, user.id, llm)
+    try:
+        first = next(events)
+    except RateLimitedError as exc:
+        st.error(f"Rate limited, retry in {max(1, round(exc.retry_after_s))} s.", icon="⏳")
+        return
+    except CasebookError as exc:
+        show_error("Ask AI could not answer", exc)
+        return
+    box = st.empty()
+    with box.container():
+        st.markdown(first.text)
+        st.caption("Instant answer from the similar cases" + (" · the model is writing…" if llm else ""))
+    final: AskResult | None = first.result if first.result and first.result.path == "fixed" else None
+
+    def deltas() -> Any:
+        nonlocal final
+        for ev in events:
+            if ev.kind == "delta":
+                yield ev.text
+            elif ev.kind == "final":
+                final = ev.result
+
+    try:
+        if llm is not None:
+            with st.empty():
+                st.write_stream(deltas())
+        else:
+            for _ in deltas():
+                pass
+    except CasebookError as exc:
+        show_error("The answer stream failed", exc)
+    box.empty()
+    result = final or first.result
+    if result is None:
+        return
+    a = result.answer
+    with box.container():
+        _assistant(a.answer, list(a.citedCaseIds), a.confidence, key, result.reason if result.path == "fixed" else None)
+        if result.reason and result.path != "fixed":
+            st.caption(f"Showing the grounded extractive answer: {result.reason}.")
+
+
+def chat_panel(rt: Runtime, user: CurrentUser, scan_id: str) -> None:
+    """Ask AI about one scan (doctors only): history, then the question box and the streamed answer."""
+    st.subheader("Ask AI")
+    try:
+        past = _history(rt, user, scan_id)
+    except CasebookError as exc:
+        show_error("Conversation history is unavailable", exc)
+        past = []
+    with st.container(key="chat-history"):
+        if not past and not st.session_state.get("ask-input"):
+            st.caption(
+                "No questions on this scan yet. Answers cite similar case IDs or say there is not enough evidence."
+            )
+        for i, m in enumerate(past):
+            with st.chat_message(m["role"]):
+                if m["role"] == "user":
+                    st.markdown(m["content"])
+                else:
+                    _assistant(m["content"], m["citedCaseIds"] or [], m["confidence"], f"{scan_id}-{i}")
+    question = st.chat_input("Ask about this scan…", key="ask-input", max_chars=rt.settings.ask.max_question_chars)
+    if question:
+        with st.chat_message("user"):
+            st.markdown(question)
+        with st.chat_message("assistant"):
+            _ask(rt, user, scan_id, question, f"{scan_id}-{len(past) + 1}")

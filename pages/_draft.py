@@ -1,0 +1,137 @@
+"""The draft editor: generated into the session only, saved explicitly, signed after confirmation.
+
+State per scan lives in ``st.session_state["draft:<scan_id>"]``: ``draft_id``
+(``None`` until saved) and ``saved`` (the texts as last saved), so the page can
+say "Unsaved draft" whenever the editor differs from what the database holds.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import streamlit as st
+
+from core.errors import CasebookError
+from pages._shared import current_user, get_llm
+
+if TYPE_CHECKING:
+    from core.auth import CurrentUser
+    from core.reports import DraftRow
+    from core.runtime import Runtime
+
+SECTIONS = ("findings", "impression", "recommendations")
+FLASH = "draft_flash"
+
+
+def state_key(scan_id: str) -> str:
+    """Session key of the draft being edited for ``scan_id``."""
+    return f"draft:{scan_id}"
+
+
+def _flash(kind: str, message: str) -> None:
+    st.session_state[FLASH] = (kind, message)
+
+
+def _load(scan_id: str, texts: dict[str, str], *, draft_id: int | None, saved: bool) -> None:
+    key = state_key(scan_id)
+    for s in SECTIONS:
+        st.session_state[f"{key}:{s}"] = texts[s]
+    st.session_state[f"{key}:confirm"] = False
+    st.session_state[key] = {"draft_id": draft_id, "saved": dict(texts) if saved else None}
+
+
+def generate(rt: Runtime, scan_id: str) -> None:
+    """Generate a draft into the session (nothing is written). Call before the editor renders."""
+    from core.answer.drafts import generate_report_draft
+
+    try:
+        with st.spinner("Drafting from the similar-case evidence…"):
+            user = current_user()
+            draft = generate_report_draft(rt, scan_id, get_llm(rt), doctor_id=user.id if user else None)
+    except CasebookError as exc:
+        _flash("error", f"Could not generate a draft: {exc}. {exc.hint}")
+        return
+    _load(scan_id, draft.as_contract(), draft_id=None, saved=False)
+
+
+def open_saved(draft: DraftRow) -> None:
+    """Put a saved draft into the editor."""
+    texts = {"findings": draft.findings, "impression": draft.impression, "recommendations": draft.recommendations}
+    _load(draft.scan_id, texts, draft_id=draft.id, saved=True)
+
+
+def _current(key: str) -> dict[str, str]:
+    return {s: str(st.session_state.get(f"{key}:{s}", "")) for s in SECTIONS}
+
+
+def _save(rt: Runtime, user: CurrentUser, scan_id: str, state: dict[str, Any]) -> None:
+    from core.answer.drafts import DraftText, save_draft
+
+    texts = _current(state_key(scan_id))
+    try:
+        state["draft_id"] = save_draft(rt.db, scan_id, user.id, DraftText(**texts), draft_id=state["draft_id"])
+    except CasebookError as exc:
+        _flash("error", f"Could not save the draft: {exc}. {exc.hint}")
+        return
+    state["saved"] = texts
+    _flash("success", f"Saved draft #{state['draft_id']}.")
+
+
+def _sign(rt: Runtime, user: CurrentUser, scan_id: str, state: dict[str, Any]) -> None:
+    from core.answer.drafts import sign_draft
+
+    try:
+        report_id = sign_draft(rt.db, state["draft_id"], user.id)
+    except CasebookError as exc:
+        _flash("error", f"Could not sign the report: {exc}. {exc.hint}")
+        return
+    st.session_state.pop(state_key(scan_id), None)
+    st.session_state[f"{state_key(scan_id)}:confirm"] = False
+    _flash("success", f"Signed report #{report_id}. It is now read-only.")
+
+
+def draft_editor(rt: Runtime, user: CurrentUser, scan_id: str) -> None:
+    """FINDINGS / IMPRESSION / RECOMMENDATIONS editor with Save and a confirmed Sign."""
+    key = state_key(scan_id)
+    slot = st.empty()  # always one element here, so the widgets below keep their places between runs
+    if flash := st.session_state.pop(FLASH, None):
+        (slot.success if flash[0] == "success" else slot.error)(flash[1])
+    state = st.session_state.get(key)
+    if state is None:
+        st.caption("No draft in progress for this scan.")
+        return
+    texts = _current(key)
+    unsaved = state["saved"] != texts
+    if state["draft_id"] is None:
+        st.badge("Unsaved draft", icon="✏️", color="orange")
+    elif unsaved:
+        st.badge(f"Draft #{state['draft_id']} · unsaved changes", icon="✏️", color="orange")
+    else:
+        st.badge(f"Saved draft #{state['draft_id']}", icon="💾", color="green")
+    for s in SECTIONS:
+        st.text_area(s.upper(), key=f"{key}:{s}", height=110 if s != "recommendations" else 80)
+    c1, c2 = st.columns(2)
+    c1.button(
+        "Save draft",
+        key=f"{key}:save",
+        type="primary",
+        disabled=not unsaved,
+        on_click=_save,
+        args=(rt, user, scan_id, state),
+    )
+    with c2:
+        sure = st.checkbox(
+            "I have reviewed this draft and sign it as my report",
+            key=f"{key}:confirm",
+            disabled=unsaved,
+            help="Save the draft first. A signed report cannot be changed, only amended.",
+        )
+        st.button(
+            "Sign report",
+            key=f"{key}:sign",
+            disabled=unsaved or not sure,
+            on_click=_sign,
+            args=(rt, user, scan_id, state),
+        )
+    if unsaved:
+        st.caption("A draft that is not saved is lost when you leave. Save to keep it; sign to make it the report.")

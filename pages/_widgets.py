@@ -1,0 +1,126 @@
+"""Display pieces the pages share: the scan card, case cards, confidence badges, signed reports."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import streamlit as st
+
+if TYPE_CHECKING:
+    from core.auth import ScanRow
+    from core.contracts import SimilarCasesResult
+    from core.reports import ReportRow
+
+HIGHLIGHT_KEY = "highlight_case"
+SCROLL_KEY = "scroll_to_case"
+_BADGE = {
+    "high": ("green", "High confidence"),
+    "medium": ("orange", "Medium confidence"),
+    "low": ("red", "Low confidence"),
+}
+
+
+def card_key(case_id: str) -> str:
+    """The container key of a case card (Streamlit renders it as the CSS class ``st-key-<key>``)."""
+    return f"case-{case_id}"
+
+
+def scan_card(scan: ScanRow, *, show_gauge: bool = True) -> None:
+    """The current scan: anatomy, region, AI diagnosis, confidence gauge and date."""
+    with st.container(border=True, key="scan-card"):
+        st.subheader("Current scan")
+        st.markdown(f"**{scan.diagnosis}** · AI reading")
+        region = f" · region: {scan.region.replace('_', ' ')}" if scan.region else ""
+        st.write(f"Anatomy: {scan.anatomy}{region}")
+        st.write(f"Acquired: {scan.created_at:%Y-%m-%d}")
+        if show_gauge:
+            import plotly.graph_objects as go  # lazy: keeps the first paint fast
+
+            gauge = go.Figure(
+                go.Indicator(
+                    mode="gauge+number",
+                    value=round(scan.confidence * 100),
+                    number={"suffix": "%"},
+                    title={"text": "AI confidence"},
+                    gauge={
+                        "axis": {"range": [0, 100]},
+                        "bar": {"color": "#2b6cb0"},
+                        "steps": [
+                            {"range": [0, 30], "color": "#fed7d7"},
+                            {"range": [30, 70], "color": "#fefcbf"},
+                            {"range": [70, 100], "color": "#c6f6d5"},
+                        ],
+                    },
+                )
+            )
+            gauge.update_layout(height=200, margin={"t": 40, "b": 0, "l": 20, "r": 20})
+            st.plotly_chart(gauge, width="stretch", key="gauge")
+        else:
+            st.progress(scan.confidence, text=f"AI confidence {scan.confidence:.0%}")
+
+
+def case_cards(result: SimilarCasesResult) -> None:
+    """Similar-case cards (case ID, diagnosis, outcome, similarity bar); the cited one is highlighted."""
+    if result.notice:
+        st.info(result.notice)
+    if not result.cases:
+        st.warning("No comparable cases found in system memory. Manual review recommended.")
+        return
+    highlight = st.session_state.get(HIGHLIGHT_KEY)
+    for case in result.cases:
+        with st.container(border=True, key=card_key(case.caseId)):
+            c1, c2 = st.columns([3, 2])
+            mark = "📌 " if case.caseId == highlight else ""
+            c1.markdown(f"{mark}**{case.caseId}** · {case.diagnosis}")
+            c1.caption(f"Severity: {case.severity or 'n/a'} · Outcome: {case.outcome or 'not recorded'}")
+            c2.progress(case.similarity, text=f"Similarity {case.similarity:.0%}")
+    if highlight:
+        css = f".st-key-{card_key(highlight)} {{outline: 3px solid #d69e2e; background: #fffbeb;}}"
+        st.html(f"<style>{css}</style>")
+    target = st.session_state.pop(SCROLL_KEY, None)
+    if target:
+        st.html(
+            "<script>(() => { const el = document.querySelector('.st-key-"
+            + card_key(target)
+            + "'); if (el) el.scrollIntoView({behavior: 'smooth', block: 'center'}); })();</script>",
+            unsafe_allow_javascript=True,
+        )
+
+
+def _jump(case_id: str) -> None:
+    st.session_state[HIGHLIGHT_KEY] = case_id
+    st.session_state[SCROLL_KEY] = case_id
+
+
+def citation_chips(case_ids: list[str], key: str) -> None:
+    """One chip per cited case; a click highlights and scrolls to its card."""
+    if not case_ids:
+        return
+    with st.container(horizontal=True, key=f"chips-{key}"):
+        st.caption("Cited:")
+        for cid in case_ids:
+            st.button(cid, key=f"chip-{key}-{cid}", icon="🔗", on_click=_jump, args=(cid,), type="tertiary")
+
+
+def confidence_badge(confidence: str | None) -> None:
+    """A coloured badge for ``high`` / ``medium`` / ``low``."""
+    if confidence in _BADGE:
+        color, label = _BADGE[confidence]
+        st.badge(label, color=color)
+
+
+def reports_view(reports: list[ReportRow]) -> None:
+    """Signed reports, read-only, newest first, with their version links."""
+    if not reports:
+        st.caption("No signed report for this scan yet.")
+        return
+    for r in reports:
+        status = "current" if r.is_current else f"superseded by report #{r.superseded_by}"
+        when = f"{r.signed_at:%Y-%m-%d %H:%M}" if r.signed_at else "unsigned"
+        with st.container(border=True, key=f"report-{r.id}"):
+            st.markdown(f"**Report #{r.id} · version {r.version}** · signed {when} by {r.author} · {status}")
+            st.markdown(
+                f"**FINDINGS:** {r.findings}\n\n**IMPRESSION:** {r.impression}\n\n"
+                f"**RECOMMENDATIONS:** {r.recommendations or '—'}"
+            )
+            st.caption("Signed reports are read-only." + (" AI-assisted." if r.is_ai_corrected else ""))

@@ -1,0 +1,77 @@
+"""Log-in against bcrypt hashes, the immutable current user, and who may see which scan."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import bcrypt
+import pytest
+from sqlalchemy import select, update
+
+from core.auth import CurrentUser, authenticate, can_view_scan, visible_scans
+from core.demo.patients import DEMO_PASSWORD, DEMO_PATIENTS
+from core.runtime import Runtime
+from core.store.models import Scan, User
+from tests.conftest import scan_of
+
+
+def test_doctor_and_patient_log_in_with_the_demo_password(demo: Runtime) -> None:
+    doctor = authenticate(demo.db, "dr.chen", DEMO_PASSWORD)
+    patient = authenticate(demo.db, "  Rahul.Mehta ", DEMO_PASSWORD)
+    assert doctor is not None and doctor.role == "doctor" and doctor.is_doctor
+    assert doctor.display_name == "Dr. Sarah Chen"
+    assert patient is not None and patient.role == "patient" and not patient.is_doctor
+
+
+@pytest.mark.parametrize(
+    ("username", "password"), [("dr.chen", "wrong"), ("dr.chen", ""), ("nobody", DEMO_PASSWORD), ("", "")]
+)
+def test_bad_credentials_give_none(demo: Runtime, username: str, password: str) -> None:
+    assert authenticate(demo.db, username, password) is None
+
+
+def test_current_user_is_immutable() -> None:
+    user = CurrentUser(1, "doctor", "Dr. Example")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        user.role = "patient"  # type: ignore[misc]
+
+
+def test_users_without_or_with_a_broken_hash_cannot_log_in(fresh: Runtime) -> None:
+    with fresh.db.session() as s:
+        s.execute(update(User).where(User.username == "dr.chen").values(password_hash=None))
+        s.execute(update(User).where(User.username == "dr.hassan").values(password_hash="not-a-bcrypt-hash"))
+    assert authenticate(fresh.db, "dr.chen", DEMO_PASSWORD) is None
+    assert authenticate(fresh.db, "dr.hassan", DEMO_PASSWORD) is None
+
+
+def test_passwords_are_stored_hashed(demo: Runtime) -> None:
+    with demo.db.read_only() as s:
+        stored = s.scalars(select(User.password_hash)).all()
+    assert all(h and h.startswith("$2") and DEMO_PASSWORD not in h for h in stored)
+    assert bcrypt.checkpw(DEMO_PASSWORD.encode(), stored[0].encode())
+
+
+def test_doctors_see_every_scan_patients_only_their_own(demo: Runtime) -> None:
+    doctor = authenticate(demo.db, "dr.chen", DEMO_PASSWORD)
+    patient = authenticate(demo.db, "rahul.mehta", DEMO_PASSWORD)
+    assert doctor is not None and patient is not None
+    all_scans = visible_scans(demo.db, doctor)
+    assert len(all_scans) == sum(len(p.scans) for p in DEMO_PATIENTS)
+    own = visible_scans(demo.db, patient)
+    assert len(own) == 3 and {s.patient_id for s in own} == {patient.id}
+    assert own[0].created_at > own[-1].created_at  # newest first
+    with demo.db.read_only() as s:
+        other = s.scalars(select(Scan.id).where(Scan.patient_id != patient.id)).first()
+    assert other is not None
+    assert can_view_scan(demo.db, doctor, other) and not can_view_scan(demo.db, patient, other)
+    assert can_view_scan(demo.db, patient, scan_of(demo, "rahul.mehta"))
+    assert not can_view_scan(demo.db, doctor, "scan_does_not_exist")
+
+
+def test_auth_never_imports_streamlit() -> None:
+    import core.auth
+    import core.reports
+
+    for module in (core.auth, core.reports):
+        assert "streamlit" not in Path(module.__file__ or "").read_text()
