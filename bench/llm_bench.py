@@ -128,12 +128,16 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"machine": info, "rows": rows}, indent=2))
         return 0
     print(f"{info['date']}; {info['cpu']}, {info['cores']} cores, load {info['loadavg_1m']:.2f}; {info['model']}\n")
-    print("| threads | load+warm-up s | prompt tokens | time to first token s | prompt tok/s "
-          "| generated tokens | total s | generation tok/s |")
+    print(
+        "| threads | load+warm-up s | prompt tokens | time to first token s | prompt tok/s "
+        "| generated tokens | total s | generation tok/s |"
+    )
     print("|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
-        print(f"| {r['threads']} | {r['load_s']:.1f} | {r['prompt_tokens']:.0f} | {r['ttft_s']:.1f} | "
-              f"{r['prompt_tok_s']:.1f} | {r['generated_tokens']:.0f} | {r['total_s']:.1f} | {r['gen_tok_s']:.1f} |")
+        print(
+            f"| {r['threads']} | {r['load_s']:.1f} | {r['prompt_tokens']:.0f} | {r['ttft_s']:.1f} | "
+            f"{r['prompt_tok_s']:.1f} | {r['generated_tokens']:.0f} | {r['total_s']:.1f} | {r['gen_tok_s']:.1f} |"
+        )
     return 0
 
 

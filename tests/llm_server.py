@@ -249,7 +249,9 @@ class _Handler(BaseHTTPRequestHandler):
         for tok in tokens:
             top = fake.top_for(tok, max(k, 1))
             lp = top.get(tok, math.log(_CHOSEN_P))
-            content.append({"token": tok, "logprob": lp, "top_logprobs": [{"token": t, "logprob": v} for t, v in top.items()][:k]})
+            content.append(
+                {"token": tok, "logprob": lp, "top_logprobs": [{"token": t, "logprob": v} for t, v in top.items()][:k]}
+            )
         return {"content": content}
 
     def _legacy_logprobs(self, tokens: list[str], k: int) -> dict[str, Any]:
@@ -316,7 +318,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        base = {"id": "fake-1", "object": "chat.completion.chunk", "model": body.get("model") or self.server_state.model}
+        base = {
+            "id": "fake-1",
+            "object": "chat.completion.chunk",
+            "model": body.get("model") or self.server_state.model,
+        }
         for i, tok in enumerate(tokens):
             if fault and fault.kind == "cut" and i == fault.after_chunks:
                 self._abort()

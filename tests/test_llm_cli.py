@@ -27,8 +27,23 @@ def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict:
 
 
 def test_chat_json_through_the_openai_backend(llm_server: FakeLLMServer, capsys: pytest.CaptureFixture[str]) -> None:
-    out = run(["--set", f"llm.openai_base_url={llm_server.base_url}", "--set", "llm.openai_model=fake-model",
-               "llm", "chat", "hello", "--backend", "openai", "--logprobs", "2", "--json"], capsys)
+    out = run(
+        [
+            "--set",
+            f"llm.openai_base_url={llm_server.base_url}",
+            "--set",
+            "llm.openai_model=fake-model",
+            "llm",
+            "chat",
+            "hello",
+            "--backend",
+            "openai",
+            "--logprobs",
+            "2",
+            "--json",
+        ],
+        capsys,
+    )
     assert out["text"] == DEFAULT_REPLY and out["backend"] == "openai"
     assert len(out["tokens"]) == len(llm_server.tokens()) and len(out["tokens"][0]["top"]) == 2
     assert llm_server.requests[-1].body["messages"] == [{"role": "user", "content": "hello"}]
@@ -46,6 +61,8 @@ def test_extractive_builds_no_model() -> None:
 
 
 def test_importing_the_layer_loads_no_model_or_sdk() -> None:
-    code = "import sys, core.llm; print(sorted(m for m in ('torch', 'groq', 'openai', 'xllamacpp') if m in sys.modules))"
+    code = (
+        "import sys, core.llm; print(sorted(m for m in ('torch', 'groq', 'openai', 'xllamacpp') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -21,7 +21,11 @@ def test_llamacpp_post_sampling_probs_become_logprobs() -> None:
 
 
 def test_legacy_completion_shape() -> None:
-    legacy = {"tokens": [" a", " b"], "token_logprobs": [-0.1, -0.2], "top_logprobs": [{" a": -0.1}, {" c": -0.5, " b": -0.2}]}
+    legacy = {
+        "tokens": [" a", " b"],
+        "token_logprobs": [-0.1, -0.2],
+        "top_logprobs": [{" a": -0.1}, {" c": -0.5, " b": -0.2}],
+    }
     toks = tokens_from_logprobs(legacy)
     assert [t.token for t in toks] == [" a", " b"] and list(toks[1].top) == [" b", " c"]
 

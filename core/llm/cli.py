@@ -1,8 +1,8 @@
 """``python -m core llm ...``: assemble the local model, show its status, ask one question.
 
-    python -m core llm assemble [--force] [--json]
-    python -m core llm status [--rehash] [--json]
-    python -m core llm chat "prompt" [--backend llamacpp] [--max-tokens N] [--logprobs K] [--json]
+python -m core llm assemble [--force] [--json]
+python -m core llm status [--rehash] [--json]
+python -m core llm chat "prompt" [--backend llamacpp] [--max-tokens N] [--logprobs K] [--json]
 """
 
 from __future__ import annotations
@@ -23,8 +23,16 @@ def _assemble(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     path = ensure_default_model(settings, force=args.force)
     spec = load_spec(settings.llm.model_name)
-    emit({"model_file": str(path), "sha256": spec.sha256, "size": spec.size, "verified": True,
-          "seconds": round(time.perf_counter() - started, 2)}, args.json)
+    emit(
+        {
+            "model_file": str(path),
+            "sha256": spec.sha256,
+            "size": spec.size,
+            "verified": True,
+            "seconds": round(time.perf_counter() - started, 2),
+        },
+        args.json,
+    )
     return 0
 
 
@@ -64,10 +72,19 @@ def _chat(args: argparse.Namespace) -> int:
     out = llm.chat([{"role": "user", "content": args.prompt}], max_tokens=args.max_tokens, logprobs=args.logprobs)
     seconds = time.perf_counter() - started
     if args.json:
-        emit({"backend": out.backend, "model": out.model, "text": out.text, "finish_reason": out.finish_reason,
-              "prompt_tokens": out.prompt_tokens, "completion_tokens": out.completion_tokens,
-              "seconds": round(seconds, 2),
-              "tokens": [{"token": t.token, "logprob": t.logprob, "top": t.top} for t in out.tokens]}, True)
+        emit(
+            {
+                "backend": out.backend,
+                "model": out.model,
+                "text": out.text,
+                "finish_reason": out.finish_reason,
+                "prompt_tokens": out.prompt_tokens,
+                "completion_tokens": out.completion_tokens,
+                "seconds": round(seconds, 2),
+                "tokens": [{"token": t.token, "logprob": t.logprob, "top": t.top} for t in out.tokens],
+            },
+            True,
+        )
     else:
         print(out.text)
     return 0
