@@ -11,7 +11,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export PYTHONUNBUFFERED := 1
 
-.PHONY: setup prepare run test test-fast lint bench browser-deps clean
+.PHONY: setup prepare run test test-fast lint bench bench-pgvector browser-deps pg clean
 
 setup: $(STAMP)
 
@@ -33,20 +33,28 @@ lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 
+# PostgreSQL tests run against a private server started by scripts/pg_setup.sh (as root it builds
+# pgvector and starts PostgreSQL 15 on 127.0.0.1:5499; otherwise they are skipped, with a message).
 test: setup lint browser-deps
 	$(PY) -m core setup
-	$(PY) -m pytest -q -p no:cacheprovider
+	CASEBOOK_TEST_PG_URL="$${CASEBOOK_TEST_PG_URL:-$$(scripts/pg_setup.sh)}" $(PY) -m pytest -q -p no:cacheprovider
 
 test-fast: setup
 	$(PY) -m pytest -q -m "not slow and not browser" -p no:cacheprovider
 
 browser-deps:
 	@if [ -x /usr/bin/chromium ]; then :; \
-	 elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	 elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver fonts-noto-color-emoji >/dev/null; \
 	 else echo "chromium missing: browser tests will be skipped (sudo apt-get install chromium)"; fi
 
 bench: setup
 	$(PY) bench/similar_cases.py
+
+bench-pgvector: setup
+	CASEBOOK_TEST_PG_URL="$${CASEBOOK_TEST_PG_URL:-$$(scripts/pg_setup.sh)}" $(PY) bench/similar_cases_pgvector.py
+
+pg:
+	scripts/pg_setup.sh
 
 clean:
 	rm -rf $(VENV) data indexes/cases indexes/kb_* models

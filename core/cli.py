@@ -21,7 +21,14 @@ from core.errors import CasebookError
 __all__ = ["emit", "main", "settings_from_args"]
 
 # Modules that add sub-commands; each defines ``register(sub: argparse._SubParsersAction) -> None``.
-_AREAS = ("core.cases.cli", "core.answer.cli", "core.llm.cli")
+_AREAS = (
+    "core.cases.cli",
+    "core.answer.cli",
+    "core.llm.cli",
+    "core.kb.cli",
+    "core.guideline.cli",
+    "core.selfrag.cli",
+)
 
 Handler = Callable[[argparse.Namespace], int]
 

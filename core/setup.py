@@ -17,7 +17,10 @@ from core.settings import Settings
 __all__ = ["EXTRA_STEPS", "prepare"]
 
 # Steps owned by other areas: "module:function", each taking the settings.
-EXTRA_STEPS: tuple[str, ...] = ("core.llm.models:ensure_default_model",)
+EXTRA_STEPS: tuple[str, ...] = (
+    "core.llm.models:ensure_default_model",
+    "core.kb:ensure_demo_kb",
+)
 
 
 def prepare(settings: Settings, say: Callable[[str], None] = print) -> None:
