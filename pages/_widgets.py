@@ -106,7 +106,7 @@ def confidence_badge(confidence: str | None) -> None:
     """A coloured badge for ``high`` / ``medium`` / ``low``."""
     if confidence in _BADGE:
         color, label = _BADGE[confidence]
-        st.badge(label, color=color)
+        st.badge(label, color=color)  # type: ignore[arg-type]  # the colours are Streamlit's names
 
 
 def reports_view(reports: list[ReportRow]) -> None:

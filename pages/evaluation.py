@@ -30,9 +30,10 @@ from pages._shared import (
 
 if TYPE_CHECKING:
     from core.selfrag.pipeline import SelfRagPipeline
+    from core.selfrag.settings import RetrievalMode
     from core.selfrag.types import SelfRagTrace
 
-MODES = ["adaptive", "always", "no-retrieval"]
+MODES: list[RetrievalMode] = ["adaptive", "always", "no-retrieval"]
 MODE_HELP = "adaptive: retrieve when P(retrieve) is above the threshold; always / no-retrieval: the paper's ablations."
 BENCH_DIR = REPO_ROOT / "assets" / "mcq"
 TRACE_KEY = "selfrag:trace"
@@ -194,7 +195,7 @@ def benchmark_tab(settings: str, key: str | None, seed: int) -> None:
             for m in modes:
                 for item in chosen:
                     bar.progress(len(records) / total, text=f"{m}: question {item.qid} ({len(records) + 1}/{total})")
-                    trace = pipeline.run(item.question, item.options, mode=m)  # type: ignore[arg-type]
+                    trace = pipeline.run(item.question, item.options, mode=m)
                     record = {"dataset": item.dataset, "qid": item.qid, "mode": m, "gold": item.answer}
                     records.append(record | {"correct": trace.letter == item.answer, **trace.to_json()})
         except CasebookError as exc:
@@ -202,7 +203,7 @@ def benchmark_tab(settings: str, key: str | None, seed: int) -> None:
         bar.progress(1.0, text=f"Done: {len(records)} of {total} runs")
         if records:
             st.session_state[RUNS_KEY] = records
-    records = st.session_state.get(RUNS_KEY)
+    records = st.session_state.get(RUNS_KEY) or []
     if not records:
         st.caption("No run yet in this session. Results of `python -m core eval-mcq` are in its JSONL output.")
         return

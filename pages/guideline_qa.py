@@ -19,10 +19,10 @@ from pages._shared import DEMO_NOTICE, get_runtime, require_user, settings_json,
 
 if TYPE_CHECKING:
     from core.guideline.pipeline import GuidelineQA
-    from core.guideline.types import Bullet, QAResult
+    from core.guideline.types import Bullet, QAResult, Route
     from core.kb.base import KnowledgeBase
 
-ROUTES = {
+ROUTES: dict[str, Route | None] = {
     "Automatic (router decides)": None,
     "Guidelines only": "guideline",
     "Drug labels only": "drug",

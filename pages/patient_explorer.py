@@ -41,8 +41,8 @@ for s in scans:
                 "diagnosis": c.diagnosis,
             }
         )
-for s, exc in failed:
-    show_error(f"Evidence for the {s.created_at:%Y-%m-%d} scan is unavailable", exc)
+for s, error in failed:
+    show_error(f"Evidence for the {s.created_at:%Y-%m-%d} scan is unavailable", error)
 if not rows:
     st.warning("No similar-case evidence for this patient's scans (no embeddings or no comparable cases).")
     st.stop()

@@ -47,6 +47,8 @@ def pg_url_or_skip() -> str:
     """The PostgreSQL server URL, or skip the test with the reason."""
     url = os.environ.get(PG_ENV, "").strip()
     if not url:
+        if os.environ.get("CASEBOOK_REQUIRE_PG"):  # CI: a missing server is a failure, not a skip
+            pytest.fail(PG_SKIP)
         pytest.skip(PG_SKIP)
     return url
 
