@@ -1,6 +1,6 @@
 """Ask AI latency: time to first token and to the full answer, extractive vs local LLM.
 
-    python bench/ask_bench.py [--questions 3] [--threads 1]
+    python -m bench.ask_bench [--questions 3] [--threads 1]
 
 Runs on a private copy of the demo data (seeded in a temporary folder), prints a Markdown table
 and the prompt/generated token counts of the LLM path. Results go to docs/benchmarks/ask.md.
