@@ -11,7 +11,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export PYTHONUNBUFFERED := 1
 
-.PHONY: setup prepare run test test-fast lint bench bench-pgvector browser-deps pg clean
+.PHONY: setup prepare run test test-fast lint bench bench-pgvector bench-corpus browser-deps pg clean
 
 setup: $(STAMP)
 
@@ -52,6 +52,9 @@ bench: setup
 
 bench-pgvector: setup
 	CASEBOOK_TEST_PG_URL="$${CASEBOOK_TEST_PG_URL:-$$(scripts/pg_setup.sh)}" $(PY) bench/similar_cases_pgvector.py
+
+bench-corpus: setup
+	nice -n 10 $(PY) -m bench.corpus_scale --n 100000
 
 pg:
 	scripts/pg_setup.sh

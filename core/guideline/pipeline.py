@@ -68,6 +68,11 @@ class GuidelineQA:
                 raise TypeError("pass a DrugLexicon when the retriever is not a KnowledgeBase")
             lexicon = retriever.drug_lexicon()
         self.lexicon = lexicon
+        if self.cfg.mixed_corpora:  # the mixed route also searches these corpora
+            from core.kb.corpus import CorpusSearch, WithCorpora
+
+            if not isinstance(retriever, WithCorpora):
+                self.retriever = WithCorpora(retriever, CorpusSearch(settings))
         if llm == FROM_SETTINGS:
             from core.llm.factory import make_llm
 

@@ -2,7 +2,9 @@
 
 Per knowledge base on the route: search, calibrate, boost, anchor, diagnosis
 gate, then the per-KB confidence threshold. Candidates of the KBs that pass
-are merged and the best ``evidence_chunks`` become the evidence.
+are merged and the best ``evidence_chunks`` become the evidence. On the mixed
+route the corpora in ``guideline.mixed_corpora`` are one more KB,
+``corpus:A+B`` (see :class:`core.kb.corpus.WithCorpora`).
 """
 
 from __future__ import annotations
@@ -87,7 +89,10 @@ def constrained_retrieval(
     """Run every constraint on every KB of the route and pick the evidence."""
     merged: list[Candidate] = []
     reasons: list[str] = []
-    for kb in decision.kbs:
+    kbs = decision.kbs
+    if decision.route == "mixed" and cfg.mixed_corpora:
+        kbs = (*kbs, "corpus:" + "+".join(cfg.mixed_corpora))
+    for kb in kbs:
         cands, reason = _one_kb(question, kb, decision, synonyms, retriever, cfg, rrf_k, trace)
         merged += cands
         if reason:

@@ -136,6 +136,12 @@ class GuidelineQASettings(BaseModel):
     search_mode: Literal["hybrid", "dense", "bm25"] = Field(
         "hybrid", description="Search mode for candidates: `hybrid`, `dense` or `bm25`."
     )
+    mixed_corpora: list[str] = Field(
+        default_factory=list,
+        description="Corpora ingested with `kb ingest-corpus` searched on the mixed route as one more knowledge "
+        "base, `corpus:A+B` (fused by RRF); set its threshold and calibration under that key "
+        "(docs/LARGE_CORPORA.md).",
+    )
     evidence_chunks: int = Field(4, ge=1, description="Best surviving chunks (per answer) used as evidence.")
     alpha: float = Field(0.12, ge=0, description="Section boost added to a chunk whose section matches the question.")
     section_groups: dict[str, list[str]] = Field(

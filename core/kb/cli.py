@@ -1,4 +1,4 @@
-"""``python -m core kb ...``: ingest, build, search, stats and delete knowledge-base documents."""
+"""``python -m core kb ...``: ingest, build, search, stats and delete knowledge-base documents; large corpora."""
 
 from __future__ import annotations
 
@@ -87,6 +87,52 @@ def _delete(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ingest_corpus(args: argparse.Namespace) -> int:
+    from core.cli import emit, settings_from_args
+    from core.kb.corpus_build import ingest_corpus
+
+    report = ingest_corpus(
+        settings_from_args(args), args.path, args.name, embeddings=args.embeddings, encoder_id=args.encoder_id,
+        metric=args.metric, restart=args.restart,
+    )  # fmt: skip
+    emit(report.to_json(), args.json)
+    return 0
+
+
+def _search_corpus(args: argparse.Namespace) -> int:
+    from core.cli import emit, settings_from_args
+    from core.kb.corpus import CorpusSearch
+
+    settings = settings_from_args(args)
+    hits = CorpusSearch(settings).search(args.query, f"corpus:{args.name}", args.top_k or settings.kb.top_k, args.mode)
+    rows: list[dict[str, Any]] = [
+        {"rank": i, "chunk_id": h.chunk_id, "corpus": h.kb.removeprefix("corpus:"), "score": round(h.score, 6),
+         "dense_score": None if h.dense_score is None else round(h.dense_score, 4), "title": h.title, "text": h.text}
+        for i, h in enumerate(hits, start=1)
+    ]  # fmt: skip
+    if args.json:
+        emit(rows, True)
+    else:
+        for r in rows:
+            print(f"{r['rank']:>2}. {r['score']:.4f}  [{r['corpus']}:{r['chunk_id']}] {r['title']}")
+            print(f"    {r['text'][:200]}")
+    return 0
+
+
+def _corpora(args: argparse.Namespace) -> int:
+    from core.cli import emit, settings_from_args
+    from core.kb.corpus import CorpusSearch, corpus_names
+
+    search = CorpusSearch(settings_from_args(args))
+    keys = ("encoder_id", "dim", "metric", "index_type", "n_chunks", "vector_dtype", "built_at")
+    out = {}
+    for name in corpus_names(search.root):
+        m = search.index(name).manifest
+        out[name] = {**{k: m[k] for k in keys}, "shards": len(m["shards"]), "path": str(search.index(name).folder)}
+    emit(out, args.json)
+    return 0
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``kb`` command and its sub-commands."""
     kb = sub.add_parser("kb", help="Knowledge bases: guidelines, FDA drug labels, user documents.")
@@ -115,6 +161,34 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--mode", choices=("hybrid", "dense", "bm25"), default="hybrid")
     p.add_argument("--json", action="store_true", help="Print hits as JSON.")
     p.set_defaults(func=_search)
+
+    p = kbsub.add_parser(
+        "ingest-corpus",
+        help="Ingest a JSONL corpus (MedRAG, Self-BioRAG or {id, text} records), optionally with precomputed "
+        "embeddings; resumable (run the same command again after an interruption).",
+    )
+    p.add_argument("path", help="JSONL file, one record per line.")
+    p.add_argument("--name", required=True, help="Corpus name (letters, digits, _ and -).")
+    p.add_argument("--embeddings", default=None, help=".npy matrix, one row per record in file order.")
+    p.add_argument(
+        "--encoder-id", default=None, help="Query encoder the embeddings pair with (default: the configured one)."
+    )
+    p.add_argument("--metric", choices=("cosine", "ip"), default=None, help="Similarity (default kb.corpus_metric).")
+    p.add_argument("--restart", action="store_true", help="Discard an unfinished earlier run instead of resuming.")
+    p.add_argument("--json", action="store_true", help="Print the report as JSON.")
+    p.set_defaults(func=_ingest_corpus)
+
+    p = kbsub.add_parser("search-corpus", help="Search one corpus, or several fused by RRF (NAME1+NAME2).")
+    p.add_argument("query")
+    p.add_argument("--name", required=True, help="Corpus name, or names joined by '+'.")
+    p.add_argument("--top-k", type=int, default=None, help="Hits to return (default kb.top_k).")
+    p.add_argument("--mode", choices=("dense", "hybrid"), default="dense", help="hybrid: RRF scores.")
+    p.add_argument("--json", action="store_true", help="Print hits as JSON.")
+    p.set_defaults(func=_search_corpus)
+
+    p = kbsub.add_parser("corpora", help="Ingested corpora and what built them.")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_corpora)
 
     p = kbsub.add_parser("stats", help="Documents, chunks and build settings of every knowledge base.")
     p.add_argument("--json", action="store_true")

@@ -45,6 +45,8 @@ if TYPE_CHECKING:
 __all__ = ["CORPUS_PREFIX", "CorpusIndex", "CorpusSearch", "WithCorpora", "corpus_names", "query_embedder"]
 
 CORPUS_PREFIX = "corpus:"
+_SHIFT = 40
+_MASK = (1 << _SHIFT) - 1
 _HINT = "Ingest the corpus again: `python -m core kb ingest-corpus PATH --name NAME`."
 
 
@@ -219,20 +221,15 @@ class CorpusSearch:
             return []
         n = max(top_k, cfg.candidates) if len(names) > 1 or mode == "hybrid" else top_k
         rankings = [self.index(name).search_vector(self.embed_query(query, name), n) for name in names]
+        ranked: list[tuple[int, int, float]]  # corpus index, position, score
         if len(names) == 1 and mode == "dense":
-            ranked = rankings[0][:top_k]
-        else:
-            # RRF over (corpus, position) keys packed into one int.
-            fused = rrf([[(i << 40) | p for p, _ in r] for i, r in enumerate(rankings)], cfg.rrf_k)[:top_k]
-            ranked = [(key, score) for key, score in fused]
-        dense = {(i << 40) | p: s for i, r in enumerate(rankings) for p, s in r}
-        hits: list[Hit] = []
-        for key, score in ranked:
-            i, pos = (key >> 40, key & ((1 << 40) - 1)) if not (len(names) == 1 and mode == "dense") else (0, key)
-            chunk = self.index(names[i]).chunks([pos]).get(pos)
-            if chunk is not None:
-                hits.append(Hit.of(chunk, score, dense.get((i << 40) | pos), None))
-        return hits
+            ranked = [(0, p, s) for p, s in rankings[0][:top_k]]
+        else:  # RRF over (corpus, position) keys packed into one int
+            fused = rrf([[(i << _SHIFT) | p for p, _ in r] for i, r in enumerate(rankings)], cfg.rrf_k)[:top_k]
+            ranked = [(key >> _SHIFT, key & _MASK, score) for key, score in fused]
+        dense = [dict(r) for r in rankings]
+        chunks = [self.index(name).chunks([p for i, p, _ in ranked if i == c]) for c, name in enumerate(names)]
+        return [Hit.of(chunks[i][p], score, dense[i].get(p), None) for i, p, score in ranked if p in chunks[i]]
 
     def close(self) -> None:
         """Close every open corpus."""

@@ -24,7 +24,9 @@ CREATE TABLE chunks (pos INTEGER PRIMARY KEY, chunk_id TEXT NOT NULL, doc_id TEX
 CREATE TABLE docs (doc_id TEXT PRIMARY KEY, source TEXT, title TEXT, sha256 TEXT, n_chunks INTEGER);
 CREATE TABLE names (name TEXT NOT NULL, kind TEXT NOT NULL, doc_id TEXT NOT NULL);
 """
-_INDEXES = "CREATE INDEX IF NOT EXISTS names_name ON names(name); CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(doc_id);"
+_INDEXES = (
+    "CREATE INDEX IF NOT EXISTS names_name ON names(name); CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(doc_id);"
+)
 
 DocSummary = tuple[str, str, str, str, int]  # doc_id, source, title, sha256, n_chunks
 
@@ -41,7 +43,11 @@ class DocStoreWriter:
         existing = durable and path.exists()
         self._db = sqlite3.connect(path)
         self._durable = durable
-        pragmas = "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;" if durable else "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
+        pragmas = (
+            "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+            if durable
+            else "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
+        )
         self._db.executescript(pragmas + ("" if existing else _SCHEMA))
         self.count = int(self._db.execute("SELECT COALESCE(MAX(pos) + 1, 0) FROM chunks").fetchone()[0])
 

@@ -116,9 +116,7 @@ class KBSettings(BaseModel):
         "the dimension.",
     )
     corpus_hnsw_m: int = Field(32, ge=4, description="HNSW graph degree (M) of an `hnsw-sq` corpus index.")
-    corpus_hnsw_ef_construction: int = Field(
-        80, ge=8, description="HNSW efConstruction of an `hnsw-sq` corpus index."
-    )
+    corpus_hnsw_ef_construction: int = Field(80, ge=8, description="HNSW efConstruction of an `hnsw-sq` corpus index.")
     corpus_hnsw_ef_search: int = Field(128, ge=8, description="HNSW efSearch of an `hnsw-sq` corpus index.")
     corpus_train_rows: int = Field(
         65_536, ge=1_000, description="Vectors sampled (evenly, seeded) to train the IVF and PQ codebooks."

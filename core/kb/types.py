@@ -62,8 +62,8 @@ class Chunk:
         return f"{head}\n{self.text}" if head else self.text
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict of every field."""
-        return dataclasses.asdict(self)
+        """A JSON-ready dict of every field (``asdict`` without its deep copies: every field is immutable)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Chunk:

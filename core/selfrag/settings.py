@@ -85,8 +85,9 @@ class SelfRagSettings(BaseModel):
     )
     corpus: str | None = Field(
         None,
-        description="A named corpus retriever to use instead of the knowledge bases (attached through the same "
-        "`Retriever` protocol; see docs/SELFRAG.md).",
+        description="A corpus to use instead of the knowledge bases: a retriever registered by name "
+        "(`register_corpus`), or corpora ingested with `kb ingest-corpus`, several joined by `+` and fused by RRF "
+        "(`pubmed+textbooks`; see docs/LARGE_CORPORA.md).",
     )
     search_mode: Literal["hybrid", "dense", "bm25"] = Field("hybrid", description="Knowledge-base search mode.")
 
