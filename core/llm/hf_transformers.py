@@ -21,9 +21,29 @@ from core.llm.base import Completion, Message, TokenLogprobs, truncate_at_stop
 if TYPE_CHECKING:
     from core.llm.settings import LLMSettings
 
-__all__ = ["TransformersLLM"]
+__all__ = ["TransformersLLM", "load_local_causal_lm"]
 
 _BACKEND = "transformers"
+
+
+def load_local_causal_lm(model_dir: Path, what: str, setting: str) -> tuple[Any, Any, Any]:
+    """``(torch, tokenizer, model in eval mode)`` from a local folder; never downloads.
+
+    ``what`` names the feature and ``setting`` the setting that points at the folder, for the errors.
+    """
+    try:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+    except ImportError as exc:
+        raise ConfigError(f"{what} needs torch and transformers", hint="pip install transformers==5.23.0") from exc
+    if not model_dir.is_dir():
+        raise ConfigError(f"{setting} {model_dir} is not a folder")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
+        lm = AutoModelForCausalLM.from_pretrained(str(model_dir), local_files_only=True).eval()
+    except (OSError, ValueError) as exc:
+        raise BackendError(f"transformers could not load {model_dir}: {exc}") from exc
+    return torch, tokenizer, lm
 
 
 class TransformersLLM:
@@ -32,20 +52,9 @@ class TransformersLLM:
     backend = _BACKEND
 
     def __init__(self, model_dir: Path, settings: LLMSettings) -> None:
-        try:
-            import torch
-            from transformers import AutoModelForCausalLM, AutoTokenizer
-        except ImportError as exc:
-            raise ConfigError(
-                "The transformers backend needs torch and transformers", hint="pip install transformers==5.23.0"
-            ) from exc
-        if not model_dir.is_dir():
-            raise ConfigError(f"llm.hf_model_path {model_dir} is not a folder")
-        try:
-            self.tokenizer = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
-            self.lm = AutoModelForCausalLM.from_pretrained(str(model_dir), local_files_only=True).eval()
-        except (OSError, ValueError) as exc:
-            raise BackendError(f"transformers could not load {model_dir}: {exc}") from exc
+        torch, self.tokenizer, self.lm = load_local_causal_lm(
+            model_dir, "The transformers backend", "llm.hf_model_path"
+        )
         self._torch = torch
         self.model = model_dir.name
         self.settings = settings

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.errors import BackendError, ConfigError
+from core.errors import ConfigError
 from core.selfrag import prompts
 from core.selfrag.tokens import (
     FULLY_SUPPORTED,
@@ -56,21 +56,12 @@ class ReflectionModel:
     """A local causal LM with reflection tokens in its vocabulary (``local_files_only``; never downloads)."""
 
     def __init__(self, model_dir: Path, settings: SelfRagSettings, seed: int) -> None:
-        try:
-            import torch
-            from transformers import AutoModelForCausalLM, AutoTokenizer
-        except ImportError as exc:
-            raise ConfigError(
-                "The native critic needs torch and transformers", hint="pip install transformers"
-            ) from exc
-        if not model_dir.is_dir():
-            raise ConfigError(f"selfrag.native_model_path {model_dir} is not a folder")
-        try:
-            self.tokenizer = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
-            self.lm = AutoModelForCausalLM.from_pretrained(str(model_dir), local_files_only=True).eval()
-        except (OSError, ValueError) as exc:
-            raise BackendError(f"transformers could not load {model_dir}: {exc}") from exc
         from core.embed.base import free_cores
+        from core.llm.hf_transformers import load_local_causal_lm
+
+        torch, self.tokenizer, self.lm = load_local_causal_lm(
+            model_dir, "The native critic", "selfrag.native_model_path"
+        )
 
         # Process-wide: on a busy 2-core machine 2 threads made generation 20x slower than 1 (measured).
         torch.set_num_threads(free_cores(settings.native_threads))
