@@ -101,6 +101,11 @@ class EmbedSettings(Group):
     model_path: Path | None = Field(
         None, description="Local model folder for the `sentence-transformers` backend (never downloaded)."
     )
+    query_model_path: Path | None = Field(
+        None,
+        description="Dual encoders (such as MedCPT): a second local SentenceTransformer folder for queries; "
+        "`model_path` then encodes passages only. Both must give the same dimension.",
+    )
     query_prefix: str = Field("", description="Prefix added to queries by the `sentence-transformers` backend.")
     passage_prefix: str = Field("", description="Prefix added to passages by the `sentence-transformers` backend.")
     threads: int = Field(0, ge=0, description="CPU threads for embedding; 0 picks from free cores.")

@@ -62,5 +62,6 @@ def make_embedder(settings: EmbedSettings) -> Embedder:
             query_prefix=settings.query_prefix,
             passage_prefix=settings.passage_prefix,
             batch_size=settings.batch_size,
+            query_model_path=settings.query_model_path,
         )
     raise ConfigError(f"Unknown embedding backend {settings.backend!r}")
