@@ -1,7 +1,8 @@
 """Log-in and access rules: who may see which scan.
 
 Passwords are checked with bcrypt against ``users.password_hash``; a wrong
-username and a wrong password take the same time and give the same answer.
+username and a wrong password take the same time and give the same answer;
+repeated failures lock an account for a while (``ui.max_failed_logins``).
 A signed-in user is an immutable :class:`CurrentUser`. Doctors see every
 scan; a patient sees only their own. Nothing here logs a name or username.
 """
@@ -10,18 +11,21 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import time
 from dataclasses import dataclass
 from typing import Literal
 
 import bcrypt
-from sqlalchemy import select
+from sqlalchemy import delete, func, select
 
+from core.errors import RateLimitedError
 from core.store.db import Database
-from core.store.models import Scan, User
+from core.store.models import RateLimitHit, Scan, User
 
 __all__ = ["CurrentUser", "ScanRow", "authenticate", "can_view_scan", "visible_scans"]
 
 Role = Literal["doctor", "patient"]
+_FAILED = "login-failed"
 
 
 @dataclass(frozen=True)
@@ -52,19 +56,53 @@ class ScanRow:
     created_at: dt.datetime
 
 
-def authenticate(db: Database, username: str, password: str) -> CurrentUser | None:
-    """The user whose bcrypt hash matches ``password``, or ``None`` (unknown user, no hash, wrong password)."""
+def authenticate(
+    db: Database, username: str, password: str, *, max_failures: int = 0, window_s: float = 300.0
+) -> CurrentUser | None:
+    """The user whose bcrypt hash matches ``password``, or ``None`` (unknown user, no hash, wrong password).
+
+    With ``max_failures`` > 0, an account that failed that many times within ``window_s``
+    is locked until the oldest failure leaves the window (:class:`RateLimitedError`, even
+    for the right password), so a password cannot be guessed online. Failures are counted
+    in the database (every process shares them); a success clears them.
+    """
     name = (username or "").strip().lower()
     with db.read_only() as s:
         user = s.scalars(select(User).where(User.username == name)).first() if name else None
         stored = user.password_hash if user is not None else None
         found = None if user is None else CurrentUser(user.id, _role(user.role), user.display_name)
+    now = time.time()
+    if found is not None and max_failures > 0:
+        _refuse_if_locked(db, found.id, max_failures, window_s, now)
     candidate = stored.encode() if stored else _dummy_hash()
     try:
         ok = bcrypt.checkpw((password or "").encode(), candidate)
     except ValueError:  # a malformed stored hash is a failed log-in, not a crash
         ok = False
-    return found if ok and stored else None
+    ok = ok and stored is not None
+    if found is not None and max_failures > 0:
+        with db.session() as s:
+            if ok:
+                s.execute(
+                    delete(RateLimitHit).where(RateLimitHit.doctor_id == found.id, RateLimitHit.bucket == _FAILED)
+                )
+            else:
+                s.add(RateLimitHit(doctor_id=found.id, bucket=_FAILED, at=now))
+    return found if ok else None
+
+
+def _refuse_if_locked(db: Database, user_id: int, max_failures: int, window_s: float, now: float) -> None:
+    with db.read_only() as s:
+        count, oldest = s.execute(
+            select(func.count(), func.min(RateLimitHit.at)).where(
+                RateLimitHit.doctor_id == user_id, RateLimitHit.bucket == _FAILED, RateLimitHit.at > now - window_s
+            )
+        ).one()
+    if count >= max_failures:
+        retry = max(1, round((oldest or now) + window_s - now))
+        raise RateLimitedError(
+            f"Too many failed log-ins for this account; try again in {retry} s", retry_after_s=float(retry)
+        )
 
 
 @functools.cache

@@ -180,6 +180,10 @@ class UISettings(Group):
 
     max_upload_mb: int = Field(20, ge=1, description="Largest file a user may upload, in MB.")
     page_size: int = Field(50, ge=5, description="Rows shown per page in lists.")
+    max_failed_logins: int = Field(
+        5, ge=0, description="Failed log-ins after which an account is locked for `login_lockout_s`; 0 turns it off."
+    )
+    login_lockout_s: float = Field(300.0, gt=0, description="Window (seconds) in which failed log-ins are counted.")
 
 
 class Settings(BaseSettings):

@@ -94,6 +94,7 @@ def current_user() -> CurrentUser | None:
 def login_form() -> None:
     """The log-in form: username and password checked against the stored bcrypt hash."""
     from core.auth import authenticate
+    from core.errors import RateLimitedError
 
     st.title("Casebook")
     st.caption(DEMO_NOTICE)
@@ -102,7 +103,18 @@ def login_form() -> None:
         password = st.text_input("Password", type="password", autocomplete="current-password")
         submitted = st.form_submit_button("Log in", type="primary")
     if submitted:
-        user = authenticate(get_runtime().db, username, password)
+        rt = get_runtime()
+        try:
+            user = authenticate(
+                rt.db,
+                username,
+                password,
+                max_failures=rt.settings.ui.max_failed_logins,
+                window_s=rt.settings.ui.login_lockout_s,
+            )
+        except RateLimitedError as exc:
+            st.error(str(exc), icon="🔒")
+            return
         if user is None:
             st.error("Unknown username or wrong password.")
         else:

@@ -61,6 +61,18 @@ def test_wrong_password_is_refused(demo_env: Path) -> None:
     assert "user" not in at.session_state
 
 
+def test_repeated_wrong_passwords_lock_the_account(fresh: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
+    use_root(fresh.settings.paths.data_dir.parent, monkeypatch)
+    monkeypatch.setenv("CASEBOOK_UI__MAX_FAILED_LOGINS", "2")
+    at = page("app").run()
+    for password in ("guess-1", "guess-2", "casebook-demo"):
+        at.text_input[0].input("dr.chen")
+        at.text_input[1].input(password)
+        at.button[0].click().run()
+    assert not at.exception
+    assert "Too many failed log-ins" in at.error[0].value and "user" not in at.session_state
+
+
 def test_doctor_logs_in_and_gets_the_review_pages(demo_env: Path) -> None:
     at = page("app").run()
     at.text_input[0].input("dr.chen")

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 from pathlib import Path
 
 import bcrypt
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 
 from core.auth import CurrentUser, authenticate, can_view_scan, visible_scans
 from core.demo.patients import DEMO_PASSWORD, DEMO_PATIENTS
+from core.errors import RateLimitedError
 from core.runtime import Runtime
-from core.store.models import Scan, User
+from core.store.models import RateLimitHit, Scan, User
 from tests.conftest import scan_of
 
 
@@ -29,6 +31,35 @@ def test_doctor_and_patient_log_in_with_the_demo_password(demo: Runtime) -> None
 )
 def test_bad_credentials_give_none(demo: Runtime, username: str, password: str) -> None:
     assert authenticate(demo.db, username, password) is None
+
+
+def test_repeated_failures_lock_the_account_for_the_window(fresh: Runtime) -> None:
+    t0 = time.time()
+    for _ in range(3):
+        assert authenticate(fresh.db, "dr.chen", "guess", max_failures=3, window_s=60) is None
+    with pytest.raises(RateLimitedError, match="Too many failed log-ins") as info:
+        authenticate(fresh.db, "dr.chen", DEMO_PASSWORD, max_failures=3, window_s=60)  # even the right password
+    assert 1 <= info.value.retry_after_s <= 60
+    # other accounts are unaffected; an unknown user never locks anything
+    assert authenticate(fresh.db, "dr.hassan", DEMO_PASSWORD, max_failures=3, window_s=60) is not None
+    assert authenticate(fresh.db, "nobody", "x", max_failures=3, window_s=60) is None
+    # once the failures leave the window the right password works again and clears the count
+    with fresh.db.session() as s:
+        s.execute(update(RateLimitHit).values(at=t0 - 120))
+    assert authenticate(fresh.db, "dr.chen", DEMO_PASSWORD, max_failures=3, window_s=60) is not None
+    with fresh.db.read_only() as s:
+        assert (
+            s.scalar(select(func.count()).select_from(RateLimitHit).where(RateLimitHit.bucket == "login-failed")) == 0
+        )
+
+
+def test_a_success_resets_the_failure_count(fresh: Runtime) -> None:
+    for _ in range(2):
+        authenticate(fresh.db, "dr.chen", "guess", max_failures=3, window_s=60)
+    assert authenticate(fresh.db, "dr.chen", DEMO_PASSWORD, max_failures=3, window_s=60) is not None
+    for _ in range(2):
+        authenticate(fresh.db, "dr.chen", "guess", max_failures=3, window_s=60)
+    assert authenticate(fresh.db, "dr.chen", DEMO_PASSWORD, max_failures=3, window_s=60) is not None
 
 
 def test_current_user_is_immutable() -> None:
