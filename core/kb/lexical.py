@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -51,6 +52,7 @@ class Bm25:
         """Index ``texts`` (position i = chunk i) and save under ``folder``."""
         import bm25s
 
+        logging.getLogger("bm25s").setLevel(logging.WARNING)  # bm25s sets its own logger to DEBUG
         index = bm25s.BM25()
         index.index(bm25_tokens(texts, stemmer, progress), show_progress=progress)
         index.save(str(folder))
