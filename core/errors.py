@@ -16,13 +16,26 @@ Code catches the narrowest class it can handle; the CLI and the pages print
     ├── ImmutableRecordError         a signed report was about to change
     ├── IndexStateError              an index is missing, stale or corrupt
     │   └── EncoderMismatchError     queried with another encoder than the one that built it
+    ├── DiskFullError                an index build ran out of room; the previous version serves
     ├── BackendError                 an LLM or embedding backend failed
     │   ├── BackendTimeoutError
     │   └── BackendAuthError
     └── RateLimitedError             too many requests; retry_after_s says when
+
+:func:`disk_full_as_error` turns the shapes "no room left" takes (an ``OSError``
+with ENOSPC, EDQUOT or EFBIG, numpy's short write, SQLite's SQLITE_FULL, a FAISS
+write error naming one of those) into :class:`DiskFullError`.
 """
 
 from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import re
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
 
 __all__ = [
     "BackendAuthError",
@@ -31,6 +44,7 @@ __all__ = [
     "CasebookError",
     "ConfigError",
     "CorpusInputError",
+    "DiskFullError",
     "DocumentError",
     "EmbeddingError",
     "EncoderMismatchError",
@@ -41,6 +55,8 @@ __all__ = [
     "NotFoundError",
     "RateLimitedError",
     "ReadOnlyViolationError",
+    "disk_full_as_error",
+    "is_disk_full",
 ]
 
 
@@ -131,6 +147,43 @@ class EncoderMismatchError(IndexStateError):
     """A query encoder other than the one the index records (model id or dimension differ)."""
 
     hint = "Query with the encoder named in the index manifest, or ingest the corpus again with this one."
+
+
+class DiskFullError(CasebookError):
+    """A write ran out of room (no space, a quota or a file-size limit); nothing half-built was kept."""
+
+    hint = "Free disk space and run the same command again; the previous version still serves."
+
+
+# ENOSPC: no space left; EDQUOT: quota exceeded; EFBIG: past RLIMIT_FSIZE or the file system's file size limit.
+_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+# numpy's tofile (np.save on a real file) reports a short fwrite without an errno.
+_NUMPY_SHORT_WRITE = re.compile(r"^\d+ requested and \d+ written$")
+# FAISS raises RuntimeError("... write error in PATH: N != M (<strerror>)") through its SWIG wrapper.
+_FAISS_FULL = re.compile(r"write error in .*\((" + "|".join(re.escape(os.strerror(e)) for e in _FULL_ERRNOS) + r")\)")
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` is a write refused for lack of room, and nothing else."""
+    if isinstance(exc, OSError):
+        return exc.errno in _FULL_ERRNOS or (exc.errno is None and bool(_NUMPY_SHORT_WRITE.match(str(exc))))
+    if isinstance(exc, sqlite3.OperationalError):
+        return getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
+    return isinstance(exc, RuntimeError) and bool(_FAISS_FULL.search(str(exc)))
+
+
+@contextlib.contextmanager
+def disk_full_as_error(where: Path, what: str, hint: str) -> Iterator[None]:
+    """Re-raise a disk-full error inside the block as :class:`DiskFullError` (``what``, ``where``, ``hint``).
+
+    Every other error passes through unchanged.
+    """
+    try:
+        yield
+    except (OSError, sqlite3.OperationalError, RuntimeError) as exc:
+        if not is_disk_full(exc):
+            raise
+        raise DiskFullError(f"{what}: no room left under {where} ({exc})", hint=hint) from exc
 
 
 class BackendError(CasebookError):

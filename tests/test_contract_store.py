@@ -96,12 +96,14 @@ def test_read_only_refuses_orm_writes(ro: Runtime) -> None:
 
 
 def test_read_only_refuses_raw_sql_writes(ro: Runtime) -> None:
-    # SQLite reports query_only as OperationalError (-> ReadOnlyViolationError); PostgreSQL's
-    # 25006 read_only_sql_transaction arrives as InternalError: refused either way, nothing written
-    with pytest.raises((ReadOnlyViolationError, DBAPIError), match=r"(?i)read.?only"), ro.db.read_only() as s:
-        s.execute(update(HistoricalCase).values(outcome="tampered"))
+    # SQLite's query_only refusal and PostgreSQL's SQLSTATE 25006 both become ReadOnlyViolationError
+    for statement in (update(HistoricalCase).values(outcome="tampered"), text("DELETE FROM historical_cases")):
+        with pytest.raises(ReadOnlyViolationError) as refused, ro.db.read_only() as s:
+            s.execute(statement)
+        assert isinstance(refused.value.__cause__, DBAPIError)  # raised from the database's own refusal
     with ro.db.read_only() as s:
         assert s.scalar(select(func.count()).where(HistoricalCase.outcome == "tampered")) == 0
+        assert s.scalar(select(func.count()).select_from(HistoricalCase))
 
 
 def test_signed_report_is_immutable(rw: Runtime) -> None:

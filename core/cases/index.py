@@ -32,7 +32,7 @@ from typing import Any
 import faiss
 import numpy as np
 
-from core.errors import IndexStateError
+from core.errors import IndexStateError, disk_full_as_error
 
 __all__ = ["FORMAT", "CaseIndex", "IndexParams", "build_index", "file_sha256", "group_key"]
 
@@ -97,7 +97,26 @@ def build_index(
     """Build a new index version under ``root`` and point ``root/current`` at it atomically.
 
     The previous version keeps serving until the swap; a failed build leaves it untouched.
+    A full disk raises :class:`~core.errors.DiskFullError`.
     """
+    previous = "the previous index still serves" if (root / "current").exists() else "no index was built"
+    with disk_full_as_error(root, "Building the similar-case index", f"Free space under {root}; {previous}."):
+        return _build(
+            root, ids, anatomy, region, vectors, encoder_id=encoder_id, table_checksum=table_checksum, params=params
+        )
+
+
+def _build(
+    root: Path,
+    ids: np.ndarray,
+    anatomy: Iterable[str],
+    region: Iterable[str | None],
+    vectors: np.ndarray,
+    *,
+    encoder_id: str,
+    table_checksum: str,
+    params: IndexParams,
+) -> Path:
     anat = np.asarray(list(anatomy), dtype=object)
     reg = np.asarray(["" if r is None else r for r in region], dtype=object)
     if not (len(ids) == len(anat) == len(reg) == len(vectors)):
@@ -124,7 +143,8 @@ def build_index(
                 index.hnsw.efConstruction = params.hnsw_ef_construction
                 index.train(vecs[start:end])
                 index.add(vecs[start:end])
-                faiss.write_index(index, str(tmp / hnsw_file))
+                with (tmp / hnsw_file).open("wb") as fh:  # faiss's own file writer ignores a failed close
+                    faiss.write_index(index, faiss.PyCallbackIOWriter(fh.write))  # type: ignore[attr-defined]
             group_meta[key] = {"start": start, "end": end, "hnsw": hnsw_file}
         files = {p.name: file_sha256(p) for p in sorted(tmp.iterdir())}
         core = {

@@ -25,6 +25,7 @@ import numpy as np
 
 from core.errors import ConfigError
 from core.kb.corpus_vectors import VectorFile
+from core.kb.index import write_faiss
 from core.kb.settings import KBSettings
 
 __all__ = ["ShardedANN", "ann_params", "build_shard_index", "choose_kind", "sample_rows", "train_template"]
@@ -89,7 +90,7 @@ def build_shard_index(template: Any, vectors: VectorFile, out: Path) -> None:
     index = faiss.clone_index(template)
     for start in range(0, vectors.n, _ADD_BLOCK):
         index.add(vectors.block(start, min(vectors.n, start + _ADD_BLOCK)))
-    faiss.write_index(index, str(out))
+    write_faiss(index, out)
 
 
 class ShardedANN:

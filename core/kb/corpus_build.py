@@ -16,7 +16,9 @@ an interrupted run started again with the same arguments continues from there.
 Bad lines (invalid or truncated JSON, no id or text, duplicate ids, missing,
 NaN or zero embedding rows) are collected with their line numbers, the work
 folder is removed and :class:`CorpusInputError` lists them; the live version
-is never touched until the finished folder is renamed into place.
+is never touched until the finished folder is renamed into place. A full disk
+raises :class:`DiskFullError` and keeps the work folder, so the same command
+resumes once there is room.
 """
 
 from __future__ import annotations
@@ -38,12 +40,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from tqdm import tqdm
 
-from core.errors import CorpusInputError, InvalidInputError
+from core.errors import CorpusInputError, InvalidInputError, disk_full_as_error
 from core.kb.corpus_ann import ann_params, build_shard_index, choose_kind, sample_rows, train_template
 from core.kb.corpus_records import CorpusRecord, RecordError, iter_lines, parse_record
 from core.kb.corpus_vectors import Metric, VectorFile, VectorWriter, bad_rows, open_embeddings, prepare, read_rows
 from core.kb.docstore import DocStoreWriter
-from core.kb.index import file_sha256, swap_link
+from core.kb.index import file_sha256, swap_link, write_faiss
 from core.kb.types import Chunk
 
 if TYPE_CHECKING:
@@ -154,9 +156,11 @@ class _Shard:
         self.vectors.truncate(count)
 
     def close(self) -> None:
-        """Finish both files."""
-        self.vectors.close()
-        self.store.close()
+        """Finish both files (the store is closed even when the vectors fail to flush)."""
+        try:
+            self.vectors.close()
+        finally:
+            self.store.close()
 
 
 class CorpusIngest:
@@ -218,8 +222,12 @@ class CorpusIngest:
 
     def _save_state(self, state: dict[str, Any]) -> None:
         tmp = self.work / f"state.{uuid.uuid4().hex[:6]}"
-        tmp.write_text(json.dumps(state))
-        os.replace(tmp, self.work / "state.json")
+        try:
+            tmp.write_text(json.dumps(state))
+            os.replace(tmp, self.work / "state.json")
+        except OSError:
+            tmp.unlink(missing_ok=True)
+            raise
 
     # Streaming --------------------------------------------------------------------------------------------
     def _vectors_for(self, records: list[CorpusRecord], first: int) -> np.ndarray | None:
@@ -314,8 +322,10 @@ class CorpusIngest:
                 self.problems.append((0, "the corpus file holds no records"))
         finally:
             bar.close()
-            shard.close()
-            ids.close()
+            try:
+                shard.close()
+            finally:
+                ids.close()
 
     # Index and commit -------------------------------------------------------------------------------------
     def _index(self, state: dict[str, Any]) -> dict[str, Any]:
@@ -343,7 +353,9 @@ class CorpusIngest:
                 log.info("corpus %s: training a %s index on %d vectors", self.name, kind, n_train)
                 sample = sample_rows(files, n_train) if kind != "flat" else np.zeros((0, self.dim), np.float32)
                 template = train_template(kind, self.dim, params, sample)
-                faiss.write_index(template, str(template_file))
+                part = self.work / "template.faiss.part"  # renamed when whole: a resumed run never reads a torn file
+                write_faiss(template, part)
+                os.replace(part, template_file)
             for i, (folder, vf) in enumerate(zip(folders, files, strict=True)):
                 if i not in state["indexed"]:
                     build_shard_index(template, vf, folder / ann_name)
@@ -389,16 +401,21 @@ class CorpusIngest:
                 raise InvalidInputError(f"Another ingestion of corpus {self.name!r} is running") from exc
             state = self._load_state(restart)
             resumed = int(state["line"])
+            live = corpus_link(self.root, self.name).exists()
+            hint = (f"Free space under {self.root} and run the same command again to resume from the last checkpoint "
+                    f"(or delete {self.work} to give it up); "
+                    f"{'the previous version still serves' if live else 'nothing was swapped in'}.")  # fmt: skip
             try:
-                if not state["indexed"]:
-                    self._stream(state, on_checkpoint)
-                if self.problems:
-                    self.problems.sort()
-                    listed = "; ".join(f"line {n}: {m}" if n else m for n, m in self.problems[:5])
-                    more = f" (+{len(self.problems) - 5} more)" if len(self.problems) > 5 else ""
-                    raise CorpusInputError(f"Corpus {self.path.name}: {listed}{more}", self.problems)
-                index = self._index(state)
-                final = self._commit(state, index)
+                with disk_full_as_error(self.root, f"Ingesting corpus {self.name!r}", hint):
+                    if not state["indexed"]:
+                        self._stream(state, on_checkpoint)
+                    if self.problems:
+                        self.problems.sort()
+                        listed = "; ".join(f"line {n}: {m}" if n else m for n, m in self.problems[:5])
+                        more = f" (+{len(self.problems) - 5} more)" if len(self.problems) > 5 else ""
+                        raise CorpusInputError(f"Corpus {self.path.name}: {listed}{more}", self.problems)
+                    index = self._index(state)
+                    final = self._commit(state, index)
             except CorpusInputError:
                 shutil.rmtree(self.work, ignore_errors=True)
                 raise

@@ -13,6 +13,7 @@ inspection.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -103,9 +104,12 @@ class VectorWriter:
         self.count = count
 
     def close(self) -> None:
-        """Flush and close."""
-        self.sync()
-        self._fh.close()
+        """Flush and close (closed even when the flush fails, e.g. on a full disk)."""
+        try:
+            self.sync()
+        finally:
+            with contextlib.suppress(OSError):  # the same failed flush again; the file is closed regardless
+                self._fh.close()
 
 
 class VectorFile:

@@ -13,7 +13,7 @@ Layout under ``<index_dir>``::
 A build writes a hidden temporary folder, renames it into place and only then
 repoints the symlink, so readers see the old version or the new one, never a
 half-written index. A failed build removes its folder and leaves the old
-version serving.
+version serving; a full disk raises :class:`~core.errors.DiskFullError`.
 """
 
 from __future__ import annotations
@@ -26,19 +26,28 @@ import shutil
 import sqlite3
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from core.errors import IndexStateError
+from core.errors import IndexStateError, disk_full_as_error
 from core.kb.docstore import DocStoreWriter, DocSummary
 from core.kb.lexical import Bm25
 from core.kb.settings import KBSettings
 from core.kb.types import Chunk
 
-__all__ = ["FORMAT_VERSION", "MANIFEST", "IndexBuilder", "file_sha256", "kb_link", "read_manifest", "swap_link"]
+__all__ = [
+    "FORMAT_VERSION",
+    "MANIFEST",
+    "IndexBuilder",
+    "file_sha256",
+    "kb_link",
+    "read_manifest",
+    "swap_link",
+    "write_faiss",
+]
 
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
@@ -57,6 +66,18 @@ def file_sha256(path: Path) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def write_faiss(index: Any, path: Path) -> None:
+    """Write a FAISS index to ``path`` through a Python file, so that a failed write raises ``OSError``.
+
+    ``faiss.write_index(index, filename)`` ignores an error from its final ``fclose``: on a full
+    disk the last buffered block is lost silently and a torn file would be checksummed and committed.
+    """
+    import faiss
+
+    with path.open("wb") as fh:  # close() flushes and raises on failure
+        faiss.write_index(index, faiss.PyCallbackIOWriter(fh.write))  # type: ignore[attr-defined]
 
 
 def read_manifest(folder: Path) -> dict[str, Any]:
@@ -79,13 +100,26 @@ class IndexBuilder:
 
     def __init__(self, root: Path, kb: str, spec: dict[str, Any], settings: KBSettings) -> None:
         self.root, self.kb, self.spec, self.settings = root, kb, spec, settings
-        root.mkdir(parents=True, exist_ok=True)
-        self.tmp = root / f".kb_{kb}.{uuid.uuid4().hex[:12]}.tmp"
-        self.tmp.mkdir()
-        self._store = DocStoreWriter(self.tmp / "docstore.sqlite")
-        self._vectors = (self.tmp / "vectors.f32").open("wb")
+        with self._disk_full():
+            root.mkdir(parents=True, exist_ok=True)
+            self.tmp = root / f".kb_{kb}.{uuid.uuid4().hex[:12]}.tmp"
+            self.tmp.mkdir()
+            try:
+                self._store = DocStoreWriter(self.tmp / "docstore.sqlite")
+                self._vectors = (self.tmp / "vectors.f32").open("wb")
+            except BaseException:
+                shutil.rmtree(self.tmp, ignore_errors=True)
+                raise
         self._texts: list[str] = []
         self.n_docs = 0
+
+    @contextlib.contextmanager
+    def _disk_full(self) -> Iterator[None]:
+        """Turn a full disk inside the block into :class:`~core.errors.DiskFullError`."""
+        live = kb_link(self.root, self.kb).exists()
+        previous = f"the previous version of kb_{self.kb} still serves" if live else f"kb_{self.kb} was not built"
+        with disk_full_as_error(self.root, f"Building kb_{self.kb}", f"Free space under {self.root}; {previous}."):
+            yield
 
     @property
     def count(self) -> int:
@@ -107,15 +141,17 @@ class IndexBuilder:
         vecs = np.ascontiguousarray(vectors, dtype=np.float32)
         if vecs.shape != (len(chunks), self.spec["dim"]):
             raise IndexStateError(f"vectors of shape {vecs.shape} for {len(chunks)} chunks of dim {self.spec['dim']}")
-        self._store.add_chunks(chunks)
-        self._vectors.write(vecs.tobytes())
+        with self._disk_full():
+            self._store.add_chunks(chunks)
+            self._vectors.write(vecs.tobytes())
         self._texts.extend(
             texts if texts is not None else [c.index_text(self.settings.header_in_index) for c in chunks]
         )
 
     def add_document(self, doc: DocSummary, names: dict[str, str]) -> None:
         """Record a document's summary row and drug names."""
-        self._store.add_doc(doc, names)
+        with self._disk_full():
+            self._store.add_doc(doc, names)
         self.n_docs += 1
 
     def _dense(self, n: int, dim: int) -> Any:
@@ -138,13 +174,19 @@ class IndexBuilder:
 
     def commit(self, extra: dict[str, Any] | None = None) -> Path:
         """Finish the files, write the manifest, rename into place and swap the live symlink."""
-        import faiss
+        with self._disk_full():
+            try:
+                return self._commit(extra)
+            except BaseException:
+                self.abort()
+                raise
 
+    def _commit(self, extra: dict[str, Any] | None) -> Path:
         self._store.close()
         self._vectors.close()
         n, dim = self._store.count, int(self.spec["dim"])
         if n:
-            faiss.write_index(self._dense(n, dim), str(self.tmp / "dense.faiss"))
+            write_faiss(self._dense(n, dim), self.tmp / "dense.faiss")
             Bm25.build(self._texts, self.tmp / "bm25", self.settings.bm25_stemmer, False)
         self._texts = []
         files = sorted(p for p in self.tmp.rglob("*") if p.is_file())
@@ -169,7 +211,8 @@ class IndexBuilder:
         """Close and delete the temporary folder."""
         with contextlib.suppress(sqlite3.Error, OSError):
             self._store.close()
-        self._vectors.close()
+        with contextlib.suppress(OSError):  # a full disk fails the flush again; the file is closed regardless
+            self._vectors.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 

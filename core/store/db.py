@@ -5,12 +5,15 @@ Two engines share one database: a read-write engine for explicit user actions
 code gets. Read-only is enforced twice: by the ORM (a flush with pending changes
 raises :class:`ReadOnlyViolationError`) and by the database itself (SQLite
 ``PRAGMA query_only``; PostgreSQL ``default_transaction_read_only``), so a raw
-SQL write fails too.
+SQL write fails too. The database's refusal (SQLite's SQLITE_READONLY,
+PostgreSQL's SQLSTATE 25006 ``read_only_sql_transaction``) reaches the caller
+as :class:`ReadOnlyViolationError` as well, recognised by its code.
 """
 
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,7 +23,7 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import Engine, create_engine, event, inspect
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import InternalError, OperationalError
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 from core.errors import ImmutableRecordError, ReadOnlyViolationError
@@ -30,6 +33,7 @@ __all__ = ["Database"]
 
 log = logging.getLogger(__name__)
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+_PG_READ_ONLY_SQL_TRANSACTION = "25006"  # SQLSTATE; psycopg raises it as errors.ReadOnlySqlTransaction
 
 
 def _sqlite_pragmas(busy_timeout_s: float, query_only: bool) -> Any:
@@ -44,6 +48,16 @@ def _sqlite_pragmas(busy_timeout_s: float, query_only: bool) -> Any:
         cur.close()
 
     return on_connect
+
+
+def _is_read_only_refusal(exc: DBAPIError) -> bool:
+    """Whether the database refused a write because the connection is read-only (by code, not message text)."""
+    orig = exc.orig
+    if isinstance(orig, sqlite3.Error):  # the low byte is the primary code of an extended result code
+        return int(getattr(orig, "sqlite_errorcode", 0) or 0) & 0xFF == sqlite3.SQLITE_READONLY
+    # psycopg names the code ``sqlstate``, psycopg2 ``pgcode``
+    code = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
+    return code == _PG_READ_ONLY_SQL_TRANSACTION
 
 
 def _refuse_flush(session: Session, _ctx: Any, _instances: Any) -> None:
@@ -126,10 +140,10 @@ class Database:
         with self._ro() as s:
             try:
                 yield s
-            except (OperationalError, InternalError) as exc:
-                # SQLite: "attempt to write a readonly database"; PostgreSQL: SQLSTATE 25006
-                # "cannot execute ... in a read-only transaction" (psycopg raises InternalError).
-                if "readonly" in str(exc).lower() or "read-only" in str(exc).lower():
+            except DBAPIError as exc:
+                # SQLite (query_only): OperationalError "attempt to write a readonly database";
+                # PostgreSQL: InternalError "cannot execute UPDATE in a read-only transaction".
+                if _is_read_only_refusal(exc):
                     raise ReadOnlyViolationError("Inference sessions are read-only: a write was attempted") from exc
                 raise
 
