@@ -103,6 +103,9 @@ class CaseSearch:
     def open(self, *, check_table: bool = True) -> CaseIndex:
         """Load the current index; rebuild it when missing, corrupt, stale or from another encoder."""
         current = self.root / "current"
+        if not current.exists() and not current.is_symlink():  # a fresh install: nothing to distrust, so no warning
+            log.info("No case index under %s yet; building it", self.root)
+            return self.rebuild()
         try:
             index = CaseIndex(current.resolve() if current.is_symlink() else current)
             reason = None

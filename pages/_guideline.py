@@ -1,0 +1,239 @@
+"""Guideline QA widgets: the question form, the answer with its evidence trail, uploads and plain KB search."""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import streamlit as st
+
+from core.errors import CasebookError
+from pages._shared import show_error
+
+if TYPE_CHECKING:
+    from core.guideline.pipeline import GuidelineQA
+    from core.guideline.types import Bullet, QAResult, Route
+    from core.kb.base import KnowledgeBase
+
+ROUTES: dict[str, Route | None] = {
+    "Automatic (router decides)": None,
+    "Guidelines only": "guideline",
+    "Drug labels only": "drug",
+    "Guidelines and drug labels": "mixed",
+}
+ROUTE_BADGE = {
+    "guideline": ("Guideline", "blue"),
+    "drug": ("Drug label", "violet"),
+    "mixed": ("Guideline + drug label", "orange"),
+    "out_of_domain": ("Out of scope", "gray"),
+}
+EXAMPLES = (
+    "What is the usual adult dose of isoniazid for tuberculosis?",
+    "Which antibiotics are recommended for outpatient community-acquired pneumonia without comorbidities?",
+    "What are the contraindications of ceftriaxone?",
+)
+UPLOAD_TYPES = ["md", "markdown", "html", "htm", "pdf", "xml", "zip"]
+RESULT_KEY = "guideline:result"
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*")
+
+
+@st.cache_resource(show_spinner="Opening the knowledge bases…", max_entries=4)
+def kb_for(settings: str) -> KnowledgeBase:
+    """The knowledge bases, opened once per settings."""
+    from core.kb.base import KnowledgeBase
+    from core.settings import Settings
+
+    return KnowledgeBase(Settings.model_validate_json(settings))
+
+
+@st.cache_resource(show_spinner="Loading guideline QA…", max_entries=4)
+def qa_for(settings: str) -> GuidelineQA:
+    """The guideline QA pipeline (its writer and model as configured), built once per settings."""
+    from core.guideline.pipeline import GuidelineQA
+    from core.settings import Settings
+
+    return GuidelineQA(Settings.model_validate_json(settings), retriever=kb_for(settings))
+
+
+def highlight(snippet: str, bullet: str) -> str:
+    """``snippet`` as Markdown with the words it shares with ``bullet`` highlighted."""
+    shared = {w.lower() for w in _WORD.findall(bullet) if len(w) > 3}
+    out, last = [], 0
+    for m in _WORD.finditer(snippet):
+        out.append(_escape(snippet[last : m.start()]))
+        word = m.group(0)
+        out.append(f":orange-background[{word}]" if word.lower() in shared else _escape(word))
+        last = m.end()
+    out.append(_escape(snippet[last:]))
+    return "".join(out)
+
+
+def _escape(text: str) -> str:
+    return re.sub(r"([\\`*_\[\]{}<>#|~$:])", r"\\\1", text)
+
+
+def kb_summary(kb: KnowledgeBase) -> dict[str, Any]:
+    try:
+        return kb.stats()
+    except CasebookError as exc:
+        show_error("The knowledge bases cannot be read", exc)
+        st.stop()
+
+
+def _bullet(i: int, b: Bullet) -> None:
+    with st.container(border=True):
+        st.markdown(f"**{i}.** {b.text}")
+        st.markdown("> " + highlight(b.evidence.text, b.text))
+        st.caption(
+            f"Source: {b.evidence.source} · knowledge base `{b.evidence.kb}` · "
+            f"word overlap with the evidence {b.overlap:.0%}"
+        )
+
+
+def show_result(result: QAResult) -> None:
+    """An answer with its evidence trail, or the abstention card."""
+    label, colour = ROUTE_BADGE.get(result.route, (result.route, "gray"))
+    st.badge(label, color=colour)  # type: ignore[arg-type]
+    if result.kind == "abstain":
+        with st.container(border=True):
+            st.warning(
+                f"**No answer (ABSTAIN).** {result.reason[:1].upper()}{result.reason[1:]}.",
+                icon="🛑",
+            )
+            st.caption(
+                f"Stopped at the {result.stage} step. Casebook answers only from retrieved guideline and "
+                "drug-label text; rephrase the question, pick another knowledge base, or consult the source."
+            )
+    else:
+        m1, m2, m3 = st.columns(3)
+        m1.metric("Bullets", len(result.bullets))
+        m2.metric("Retrieval confidence", f"{result.confidence:.0%}", help="Calibrated score of the best chunk.")
+        m3.metric("Written by", result.backend)
+        for i, b in enumerate(result.bullets, 1):
+            _bullet(i, b)
+        if result.patient_summary:
+            with st.expander("Patient-friendly summary"):
+                st.write(result.patient_summary)
+        with st.expander(f"Evidence chunks ({len(result.evidence)})"):
+            for c in result.evidence:
+                st.markdown(f"**{c.source}** · `{c.kb}` · confidence {c.confidence:.0%}")
+                st.caption(c.text[:600] + ("…" if len(c.text) > 600 else ""))
+    with st.expander("Trace (every step)"):
+        st.json([s.model_dump() for s in result.trace.steps], expanded=False)
+
+
+def ask_panel(settings: str, kbs: dict[str, Any]) -> None:
+    """The question form and the last answer."""
+    if not (kbs.get("guidelines", {}).get("exists") or kbs.get("druglabels", {}).get("exists")):
+        st.info(
+            "No guideline or drug-label knowledge base is built yet. Run `python -m core setup` "
+            "(or `make run`) to build the demo knowledge bases, then reload this page.",
+            icon="📚",
+        )
+        return
+    choice = st.selectbox(
+        "Knowledge base",
+        list(ROUTES),
+        key="guideline-route",
+        help="Automatic: the router picks guidelines, drug labels or both from the question's wording.",
+    )
+    with st.form("guideline-ask"):
+        question = st.text_area(
+            "Question",
+            key="guideline-question",
+            placeholder=EXAMPLES[0],
+            help="Tuberculosis and community-acquired pneumonia only. Not for individual treatment decisions.",
+        )
+        asked = st.form_submit_button("Ask", type="primary")
+    st.caption("Examples: " + " · ".join(f"_{e}_" for e in EXAMPLES))
+    if asked:
+        if not question.strip():
+            st.warning("Type a question first.")
+        else:
+            try:
+                with st.spinner("Retrieving and checking evidence…"):
+                    st.session_state[RESULT_KEY] = qa_for(settings).answer(question.strip(), route=ROUTES[choice])
+            except CasebookError as exc:
+                show_error("Guideline QA failed", exc)
+                return
+    result = st.session_state.get(RESULT_KEY)
+    if result is not None:
+        show_result(result)
+
+
+def upload_panel(settings: str, kbs: dict[str, Any], max_mb: int) -> None:
+    """Add documents to the ``user`` knowledge base and list what it holds."""
+    st.markdown(
+        "Add your own guideline documents (Markdown, HTML, PDF) or drug labels (SPL XML, DailyMed zip) to the "
+        "**user** knowledge base. They are searched by the knowledge-base search below; the guideline QA "
+        "routes use the curated guideline and label bases."
+    )
+    files = st.file_uploader(
+        "Documents",
+        type=UPLOAD_TYPES,
+        accept_multiple_files=True,
+        key="kb-upload",
+        help=f"Up to {max_mb} MB per file.",
+    )
+    if files and st.button("Add to my knowledge base", key="kb-ingest", type="primary"):
+        _ingest(settings, files, max_mb)
+    user = kbs.get("user", {})
+    docs = user.get("documents", []) if user.get("exists") else []
+    if not docs:
+        st.caption("Your knowledge base is empty.")
+        return
+    st.dataframe(
+        [{"document": d["title"] or d["doc_id"], "source": d["source"], "chunks": d["n_chunks"]} for d in docs],
+        hide_index=True,
+    )
+
+
+def _ingest(settings: str, files: list[Any], max_mb: int) -> None:
+    kb = kb_for(settings)
+    bar = st.progress(0.0, text="Starting…")
+    added, problems = 0, []
+    with tempfile.TemporaryDirectory(prefix="casebook-upload-") as tmp:
+        for i, f in enumerate(files):
+            bar.progress(i / len(files), text=f"Indexing {f.name} ({i + 1} of {len(files)})…")
+            if f.size > max_mb * 1024 * 1024:
+                problems.append(f"{f.name}: larger than {max_mb} MB")
+                continue
+            path = Path(tmp) / Path(f.name).name
+            path.write_bytes(f.getvalue())
+            kind = "spl" if path.suffix.lower() == ".xml" else "guideline"
+            try:
+                report = kb.ingest([path], kind, "user")
+            except CasebookError as exc:
+                problems.append(f"{f.name}: {exc}")
+                continue
+            added += len(report.docs)
+            problems += [f"{Path(e.source).name}: {e.error}" for e in report.errors]
+    bar.progress(1.0, text="Done")
+    if added:
+        st.success(f"Added {added} document(s) to your knowledge base.")
+    for p in problems:
+        st.error(f"Skipped {p}", icon="⚠️")
+
+
+def search_panel(settings: str, kbs: dict[str, Any]) -> None:
+    """Plain retrieval over one knowledge base (no answer), for checking what a KB holds."""
+    built = [k for k, v in kbs.items() if v.get("exists")]
+    if not built:
+        st.caption("No knowledge base is built yet.")
+        return
+    kb_name = st.selectbox("Knowledge base to search", built, key="kb-search-kb")
+    query = st.text_input("Search text", key="kb-search-q")
+    if not query.strip():
+        return
+    try:
+        hits = kb_for(settings).search(query.strip(), kb_name, 5)
+    except CasebookError as exc:
+        show_error("Search failed", exc)
+        return
+    if not hits:
+        st.info("Nothing in this knowledge base matches.")
+    for h in hits:
+        st.markdown(f"**{h.title or h.doc_id}** · {h.section_title or '—'} · score {h.score:.3f}")
+        st.caption(h.text[:400] + ("…" if len(h.text) > 400 else ""))
