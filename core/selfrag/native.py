@@ -13,6 +13,10 @@ once; its KV cache is repeated over a batch of documents; one forward pass over
 (after ``[Fully supported]``) for every document. The reference code instead
 generates 20 tokens per document (:meth:`ReflectionModel.read_documents_by_generation`,
 kept as the measured baseline).
+
+The model and every tensor built here live on ``selfrag.native_device`` in
+``selfrag.native_dtype`` (:func:`resolve_device`); log-softmax runs in float32
+and the label columns come back to the host in one transfer per pass.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ from core.selfrag.types import CriticReading, Document
 if TYPE_CHECKING:
     from core.selfrag.settings import SelfRagSettings
 
-__all__ = ["NativeCritic", "ReflectionModel"]
+__all__ = ["NativeCritic", "ReflectionModel", "resolve_device"]
 
 _GROUPS: dict[str, tuple[str, ...]] = {
     "retrieval": RETRIEVAL_TOKENS,
@@ -52,24 +56,71 @@ _GROUPS: dict[str, tuple[str, ...]] = {
 }
 
 
+def resolve_device(torch: Any, name: str) -> Any:
+    """The ``torch.device`` that ``selfrag.native_device`` names.
+
+    ``auto`` is the first CUDA GPU when torch sees one, else the CPU; ``cuda``
+    or ``cuda:N`` without such a GPU is a :class:`ConfigError`, never a silent
+    fall-back to a CPU run that would be tens of times slower.
+    """
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise ConfigError(
+                f"selfrag.native_device={name} but torch {torch.__version__} sees no CUDA GPU",
+                hint="Set selfrag.native_device=cpu (or auto), or install a CUDA build of torch on a machine "
+                "with an NVIDIA GPU (make setup installs the CPU build).",
+            )
+        index = int(name.partition(":")[2] or 0)
+        if index >= torch.cuda.device_count():
+            raise ConfigError(
+                f"selfrag.native_device={name} but torch sees {torch.cuda.device_count()} CUDA GPU(s)",
+                hint="Use cuda:0 .. cuda:N-1, or auto.",
+            )
+    return torch.device(name)
+
+
 class ReflectionModel:
-    """A local causal LM with reflection tokens in its vocabulary (``local_files_only``; never downloads)."""
+    """A local causal LM with reflection tokens in its vocabulary (``local_files_only``; never downloads).
+
+    The device and dtype are fixed at construction (``selfrag.native_device``,
+    ``selfrag.native_dtype``); the other settings may be swapped later.
+    """
 
     def __init__(self, model_dir: Path, settings: SelfRagSettings, seed: int) -> None:
-        from core.embed.base import free_cores
         from core.llm.hf_transformers import load_local_causal_lm
 
-        torch, self.tokenizer, self.lm = load_local_causal_lm(
-            model_dir, "The native critic", "selfrag.native_model_path"
-        )
+        torch, tokenizer, lm = load_local_causal_lm(model_dir, "The native critic", "selfrag.native_model_path")
+        self._attach(torch, tokenizer, lm, model_dir.name, settings, seed)
 
+    @classmethod
+    def from_loaded(cls, tokenizer: Any, lm: Any, settings: SelfRagSettings, seed: int, name: str) -> ReflectionModel:
+        """Wrap a tokenizer and causal LM already in memory (the benchmark builds 7B-shaped models on the GPU)."""
+        import torch
+
+        model = cls.__new__(cls)
+        model._attach(torch, tokenizer, lm, name, settings, seed)
+        return model
+
+    def _attach(self, torch: Any, tokenizer: Any, lm: Any, name: str, settings: SelfRagSettings, seed: int) -> None:
+        from core.embed.base import free_cores
+
+        self.device = resolve_device(torch, settings.native_device)
+        self.dtype = getattr(torch, settings.native_dtype)
         # Process-wide: on a busy 2-core machine 2 threads made generation 20x slower than 1 (measured).
         torch.set_num_threads(free_cores(settings.native_threads))
         self.torch = torch
+        self.tokenizer = tokenizer
+        # A no-op for a float32 checkpoint on the CPU (the default settings).
+        self.lm = lm.to(device=self.device, dtype=self.dtype).eval()
         self.settings = settings
         self.seed = seed
-        self.model = model_dir.name
+        self.model = name
         self.ids = self._label_ids()
+        # Every label's vocabulary column, read in one gather and one device-to-host copy per pass.
+        self._labels = tuple(self.ids)
+        self._columns = torch.tensor([self.ids[label] for label in self._labels], device=self.device)
 
     def _label_ids(self) -> dict[str, int]:
         """Vocabulary id of every reflection label; a model without them cannot be a native critic."""
@@ -97,15 +148,24 @@ class ReflectionModel:
         tok = self.tokenizer
         return int(tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0))
 
-    def _group(self, logp_row: Any, group: str) -> dict[str, float]:
-        return {label: float(logp_row[self.ids[label]]) for label in _GROUPS[group]}
+    def _tensor(self, rows: Any) -> Any:
+        return self.torch.tensor(rows, device=self.device)
+
+    def _label_rows(self, logits: Any) -> list[dict[str, float]]:
+        """``{label: logprob}`` for each row of ``logits`` (rows x vocabulary), log-softmax in float32."""
+        logp = self.torch.log_softmax(logits.float(), dim=-1)
+        return [dict(zip(self._labels, row, strict=True)) for row in logp[:, self._columns].tolist()]
+
+    @staticmethod
+    def _group(row: dict[str, float], group: str) -> dict[str, float]:
+        return {label: row[label] for label in _GROUPS[group]}
 
     def next_logprobs(self, text: str, group: str) -> dict[str, float]:
         """The ``group`` labels' log-probabilities as the next token after ``text``."""
-        ids = self.torch.tensor([self._bos() + self.encode(text)])
+        ids = self._tensor([self._bos() + self.encode(text)])
         with self.torch.no_grad():
-            logits = self.lm(input_ids=ids).logits[0, -1]
-        return self._group(self.torch.log_softmax(logits.float(), dim=-1), group)
+            logits = self.lm(input_ids=ids).logits[0, -1:]
+        return self._group(self._label_rows(logits)[0], group)
 
     def document_segments(self, query: str, documents: Sequence[Document]) -> tuple[list[int], list[list[int]]]:
         """The shared prefix ids and each document's suffix ids (``doc</paragraph>[Relevant][Fully supported]``)."""
@@ -121,41 +181,43 @@ class ReflectionModel:
         torch = self.torch
         prefix, suffixes = self.document_segments(query, documents)
         size = self.settings.critic_batch_size
-        readings: list[CriticReading] = []
+        # Batches of similar lengths waste fewer padded positions; readings go back in the documents' order.
+        order = sorted(range(len(suffixes)), key=lambda i: len(suffixes[i]))
+        readings: dict[int, CriticReading] = {}
         with torch.no_grad():
             cache = None
             if self.settings.reuse_prefix_cache:
-                cache = self.lm(input_ids=torch.tensor([prefix]), use_cache=True).past_key_values
-            for start in range(0, len(suffixes), size):
-                readings.extend(self._read_batch(prefix, suffixes[start : start + size], cache))
-        return readings
+                cache = self.lm(input_ids=self._tensor([prefix]), use_cache=True).past_key_values
+            for start in range(0, len(order), size):
+                batch = order[start : start + size]
+                readings.update(zip(batch, self._read_batch(prefix, [suffixes[i] for i in batch], cache), strict=True))
+        return [readings[i] for i in range(len(suffixes))]
 
     def _read_batch(self, prefix: list[int], suffixes: list[list[int]], cache: Any) -> list[CriticReading]:
         torch = self.torch
         width = max(len(s) for s in suffixes)
-        rows = torch.tensor([s + [self._pad_id()] * (width - len(s)) for s in suffixes])  # right padding
-        mask = torch.tensor([[1] * len(s) + [0] * (width - len(s)) for s in suffixes])
-        full_mask = torch.cat([torch.ones(len(suffixes), len(prefix), dtype=mask.dtype), mask], dim=1)
+        rows = self._tensor([s + [self._pad_id()] * (width - len(s)) for s in suffixes])  # right padding
+        full_mask = self._tensor([[1] * (len(prefix) + len(s)) + [0] * (width - len(s)) for s in suffixes])
         if cache is not None:
             past = copy.deepcopy(cache)
             past.batch_repeat_interleave(len(suffixes))
             hidden = self.lm.base_model(input_ids=rows, attention_mask=full_mask, past_key_values=past)
             offset = 0
         else:
-            ids = torch.cat([torch.tensor([prefix] * len(suffixes)), rows], dim=1)
+            ids = torch.cat([self._tensor([prefix] * len(suffixes)), rows], dim=1)
             hidden = self.lm.base_model(input_ids=ids, attention_mask=full_mask)
             offset = len(prefix)
         # Only three positions per document are read: project those through the LM head, not every position
         # (full logits for 20 documents of 200 tokens are 4,000 x vocab floats and dominated the run time).
-        ends = torch.tensor([offset + len(s) - 1 for s in suffixes])  # position of [Fully supported]
+        ends = self._tensor([offset + len(s) - 1 for s in suffixes])  # position of [Fully supported]
         picks = torch.stack([ends - 2, ends - 1, ends], dim=1)  # after </paragraph>, [Relevant], [Fully supported]
-        states = hidden.last_hidden_state[torch.arange(len(suffixes)).unsqueeze(1), picks]
-        logp = torch.log_softmax(self.lm.get_output_embeddings()(states).float(), dim=-1)
+        states = hidden.last_hidden_state[self._tensor(list(range(len(suffixes)))).unsqueeze(1), picks]
+        rows = self._label_rows(self.lm.get_output_embeddings()(states).flatten(0, 1))
         return [
             CriticReading(
-                relevance=self._group(logp[i, 0], "relevance"),
-                support=self._group(logp[i, 1], "support"),
-                utility=self._group(logp[i, 2], "utility"),
+                relevance=self._group(rows[3 * i], "relevance"),
+                support=self._group(rows[3 * i + 1], "support"),
+                utility=self._group(rows[3 * i + 2], "utility"),
             )
             for i in range(len(suffixes))
         ]
@@ -171,7 +233,7 @@ class ReflectionModel:
         group_ids = {group: {self.ids[t] for t in _GROUPS[group]} for group in ("support", "utility")}
         readings = []
         for suffix in suffixes:
-            ids = torch.tensor([prefix + suffix[:-2]])  # up to </paragraph>: the model writes the rest
+            ids = self._tensor([prefix + suffix[:-2]])  # up to </paragraph>: the model writes the rest
             with torch.no_grad():
                 out = self.lm.generate(
                     input_ids=ids,
@@ -182,7 +244,7 @@ class ReflectionModel:
                     return_dict_in_generate=True,
                     output_logits=True,
                 )
-            steps = [torch.log_softmax(step[0].float(), dim=-1) for step in out.logits]
+            steps = self._label_rows(torch.cat(out.logits))  # one (1, vocab) row per generated step
             new = out.sequences[0, ids.shape[1] :].tolist()
             found: dict[str, dict[str, float]] = {}
             for step, token_id in zip(steps, new, strict=True):
@@ -201,7 +263,7 @@ class ReflectionModel:
     def generate(self, prompt: str, max_tokens: int, temperature: float) -> str:
         """Continue ``prompt``; reflection tokens are kept in the text (post-processing removes them)."""
         torch = self.torch
-        ids = torch.tensor([self._bos() + self.encode(prompt)])
+        ids = self._tensor([self._bos() + self.encode(prompt)])
         kwargs: dict[str, Any] = {"max_new_tokens": max_tokens, "do_sample": temperature > 0}
         if temperature > 0:
             kwargs["temperature"] = temperature

@@ -47,6 +47,18 @@ class SelfRagSettings(BaseModel):
     native_threads: int = Field(
         0, ge=0, description="torch CPU threads for the native model; 0 picks the free cores (as `llm.threads`)."
     )
+    native_device: str = Field(
+        "cpu",
+        pattern=r"^(cpu|auto|cuda(:\d+)?)$",
+        description="Where the native model runs: `cpu`, `cuda` (or `cuda:N`; a clear error when torch sees no "
+        "CUDA GPU) or `auto` (the first CUDA GPU when there is one, else the CPU).",
+    )
+    native_dtype: Literal["float32", "bfloat16", "float16"] = Field(
+        "float32",
+        description="Weights and activations of the native model: `float32` (the CPU choice; batched and "
+        "per-document readings agree to ~1e-5) or `bfloat16` / `float16` for a GPU (half the memory; readings "
+        "then differ by up to ~0.2 in log-probability, docs/benchmarks/selfrag.md).",
+    )
     logprobs_top_k: int = Field(
         20, ge=2, le=20, description="Top alternatives asked of a backend per token (OpenAI servers allow at most 20)."
     )
