@@ -1,8 +1,11 @@
-"""End to end in real headless Chromium: a doctor reviews the COPD scan, asks, drafts, signs; a patient sees no chat.
+"""End to end in real headless Chromium: every page of the workbench on the demo data.
 
-Runs ``streamlit run app.py`` on a free 127.0.0.1 port over a private copy of the
-demo database and drives Debian's chromium through Playwright. Screenshots go
-to ``test-artifacts/browser/`` (git-ignored).
+The review flow: a doctor opens the COPD scan, asks, drafts, signs; a patient sees no
+chat. The knowledge and system flow: Report Draft, Guideline QA (a cited answer and an
+abstention), Self-reflective RAG (its trace, with a loopback OpenAI-compatible model) and
+Settings / Status. Each runs ``streamlit run app.py`` on a free 127.0.0.1 port over a
+private copy of the demo database and drives Debian's chromium through Playwright.
+Screenshots go to ``test-artifacts/browser/`` (git-ignored).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from core.runtime import open_runtime
 from core.settings import REPO_ROOT
 from core.store.models import AuditLog, Message, Report, ReportDraft
 from tests.conftest import make_settings, scan_of
+from tests.llm_server import FakeLLMServer
 from tests.test_app_support import CHROMIUM, CHROMIUM_ARGS, free_port, log_in, start_server, stop_server, wait_healthy
 
 pytestmark = [
@@ -31,19 +35,38 @@ ARTIFACTS = REPO_ROOT / "test-artifacts" / "browser"
 TIMEOUT_MS = 30_000
 
 
-@pytest.fixture()
-def server(demo_root: Path, tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    """A running app over a private copy of the demo database: (base URL, data root)."""
-    shutil.copytree(demo_root / "data", tmp_path / "data")
-    shutil.copytree(demo_root / "indexes", tmp_path / "indexes", symlinks=True)
+def _serve(source: Path, tmp_path: Path, log: str) -> Iterator[tuple[str, Path]]:
+    """Run the app over a private copy of ``source``'s database and indexes: (base URL, data root)."""
+    shutil.copytree(source / "data", tmp_path / "data")
+    shutil.copytree(source / "indexes", tmp_path / "indexes", symlinks=True)
     port = free_port()
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    proc = start_server(tmp_path, port, ARTIFACTS / "streamlit.log")
+    proc = start_server(tmp_path, port, ARTIFACTS / log)
     try:
         wait_healthy(port, proc)
         yield f"http://127.0.0.1:{port}", tmp_path
     finally:
         stop_server(proc)
+
+
+@pytest.fixture()
+def server(demo_root: Path, tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """A running app over a private copy of the demo database: (base URL, data root)."""
+    yield from _serve(demo_root, tmp_path, "streamlit.log")
+
+
+@pytest.fixture()
+def kb_server(
+    demo_kb_root: Path, tmp_path: Path, llm_server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[str, Path]]:
+    """The app over the demo database and knowledge bases, its language model the loopback server."""
+    # One scripted reply "B", with Yes/No and utility digits among the alternatives (as in test_selfrag_judge).
+    llm_server.reply = "B"
+    llm_server.token_probs = {"B": {"B": 0.5, "Yes": 0.2, "No": 0.05, "5": 0.2, "1": 0.05}}
+    for field, value in llm_server.llm_overrides("openai", timeout_s=10.0).items():
+        monkeypatch.setenv(f"CASEBOOK_LLM__{field.upper()}", str(value))
+    monkeypatch.setenv("CASEBOOK_KB__PROGRESS", "false")
+    yield from _serve(demo_kb_root, tmp_path, "streamlit-kb.log")
 
 
 def test_doctor_review_flow_and_patient_view(server: tuple[str, Path]) -> None:
@@ -140,3 +163,74 @@ def test_doctor_review_flow_and_patient_view(server: tuple[str, Path]) -> None:
         finally:
             browser.close()
             rt.db.dispose()
+
+
+def test_report_draft_guideline_qa_selfrag_and_status_pages(kb_server: tuple[str, Path]) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    base, root = kb_server
+    rt = open_runtime(make_settings(root))
+    with rt.db.read_only() as s:
+        signed_before = s.scalar(select(func.count()).select_from(Report))
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 2200})
+        page.set_default_timeout(TIMEOUT_MS)
+        try:
+            log_in(page, base, "dr.chen")
+            expect(page.get_by_role("heading", name="Scan Review")).to_be_visible()
+
+            # Report Draft: generate (the model's reply is no report, so the grounded fallback), save, list
+            page.get_by_role("link", name="Report Draft").click()
+            expect(page.get_by_role("heading", name="Report Draft")).to_be_visible()
+            expect(page.get_by_text("No saved drafts for this scan.")).to_be_visible()
+            page.get_by_role("button", name="Generate new draft").click()
+            expect(page.get_by_text("Unsaved draft")).to_be_visible()
+            expect(page.get_by_label("FINDINGS")).not_to_be_empty()
+            page.get_by_role("button", name="Save draft").click()
+            expect(page.locator("[class*='st-key-draft-row-']")).to_have_count(1)
+            page.screenshot(path=str(ARTIFACTS / "08-report-draft.png"))
+            with rt.db.read_only() as s:
+                drafts = s.scalars(select(ReportDraft)).all()
+                reports = s.scalar(select(func.count()).select_from(Report))
+            assert len(drafts) == 1 and drafts[0].status == "open" and drafts[0].findings.strip()
+
+            # Guideline QA: a drug question gets bullets with their snippet and source; migraine abstains
+            page.get_by_role("link", name="Guideline QA").click()
+            expect(page.get_by_role("heading", name="Guideline QA")).to_be_visible()
+            question = page.get_by_role("textbox", name="Question")
+            question.fill("What is the usual adult dose of isoniazid?")
+            page.get_by_role("button", name="Ask").click()
+            expect(page.get_by_text("Source:").first).to_be_visible()
+            expect(page.get_by_text("Drug label", exact=True)).to_be_visible()
+            expect(page.get_by_text("isoniazid", exact=False).first).to_be_visible()
+            page.screenshot(path=str(ARTIFACTS / "09-guideline-qa.png"))
+            question.fill("What is the best treatment for migraine headaches?")
+            page.get_by_role("button", name="Ask").click()
+            expect(page.get_by_text("No answer (ABSTAIN)")).to_be_visible()
+            page.screenshot(path=str(ARTIFACTS / "10-guideline-abstain.png"))
+
+            # Self-reflective RAG: one question with its trace (decision, reranked documents, answers)
+            page.get_by_role("link", name="Self-reflective RAG").click()
+            expect(page.get_by_role("heading", name="Self-reflective RAG")).to_be_visible()
+            page.get_by_role("textbox", name="Question").fill("Which drug treats latent tuberculosis?")
+            page.get_by_role("textbox", name="Options (optional)").fill("A: Ceftriaxone\nB: Isoniazid")
+            page.get_by_role("button", name="Run").click()
+            expect(page.get_by_text("Answer: B")).to_be_visible(timeout=60_000)
+            expect(page.get_by_text("Reranked documents")).to_be_visible()
+            expect(page.locator(".stPlotlyChart").first).to_be_visible()
+            page.screenshot(path=str(ARTIFACTS / "11-selfrag-trace.png"))
+
+            # Settings / Status: the backend in use, the index version, a guarded rebuild action
+            page.get_by_role("link", name="Settings / Status").click()
+            expect(page.get_by_role("heading", name="Settings / Status")).to_be_visible()
+            expect(page.get_by_text("openai", exact=True)).to_be_visible()
+            expect(page.get_by_text(rt.search.index.version).first).to_be_visible()
+            page.screenshot(path=str(ARTIFACTS / "12-settings-status.png"))
+        except Exception:
+            page.screenshot(path=str(ARTIFACTS / "failure-kb.png"))
+            raise
+        finally:
+            browser.close()
+            rt.db.dispose()
+    assert reports == signed_before  # nothing was signed: AI output stays a draft until a doctor signs
