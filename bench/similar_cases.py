@@ -3,6 +3,7 @@
     python bench/similar_cases.py                          # 10k and 100k cases
     python bench/similar_cases.py --full                   # adds 1M cases (HNSW builds take minutes)
     python bench/similar_cases.py --sizes 10000 --queries 200 --json out.json
+    python bench/similar_cases.py --sizes 1000000 --engines casebook --ef-search 96 128 --rerank 4 8
 
 Synthetic data with a fixed seed: 512-d unit vectors drawn around 400 diagnosis
 centres (each anatomy has its own diagnoses, which share an anatomy direction),
@@ -21,6 +22,8 @@ Engines, each built, queried and dropped in turn inside one process:
 * ``casebook``: ``core.cases.index.build_index`` + ``CaseIndex.search`` with the settings defaults.
 
 Queries run one at a time with ``faiss.omp_set_num_threads(1)``; builds use every core.
+``--ef-search`` and ``--rerank`` sweep the HNSW engines' query-time parameters over one build
+(one set of rows per combination; the defaults are the settings' values).
 Similarity shown to doctors is ``(1 + cosine) / 2``, a monotone map, so recall is the same either way.
 """
 
@@ -30,6 +33,7 @@ import argparse
 import contextlib
 import ctypes
 import gc
+import itertools
 import json
 import os
 import shutil
@@ -39,7 +43,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import faiss
 import numpy as np
@@ -180,6 +184,15 @@ class Engine(Protocol):
         ...
 
 
+@runtime_checkable
+class Tunable(Protocol):
+    """An engine whose query-time HNSW parameters can change without a rebuild."""
+
+    def tune(self, ef_search: int, rerank: int) -> None:
+        """Use this efSearch and re-scoring factor for the following searches."""
+        ...
+
+
 def _top(scores: np.ndarray, ids: np.ndarray, k: int) -> np.ndarray:
     top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
     return ids[top[np.argsort(-scores[top])]]
@@ -244,12 +257,15 @@ class GlobalHnswEngine:
         self.index.hnsw.efConstruction = self.s.hnsw_ef_construction
         self.index.train(ds.vectors)
         self.index.add(ds.vectors)
-        self.n_cand = K * self.s.hnsw_rerank
-        ef = max(self.s.hnsw_ef_search, self.n_cand)
-        hnsw_params: Any = faiss.SearchParametersHNSW  # type: ignore[attr-defined]  # missing from the stubs
-        self.params, self._keep = _bitmap_params(ds.masks, hnsw_params, efSearch=ef)
+        self.masks = ds.masks
+        self.tune(self.s.hnsw_ef_search, self.s.hnsw_rerank)
         self.vectors = ds.vectors  # re-scoring reads the benchmark's array (shared, not counted as this engine's)
         return _written_size(self.index, workdir)
+
+    def tune(self, ef_search: int, rerank: int) -> None:
+        self.n_cand = K * rerank
+        hnsw_params: Any = faiss.SearchParametersHNSW  # type: ignore[attr-defined]  # missing from the stubs
+        self.params, self._keep = _bitmap_params(self.masks, hnsw_params, efSearch=max(ef_search, self.n_cand))
 
     def search(self, query: np.ndarray, filter_name: str) -> np.ndarray:
         _, cand = self.index.search(query[None], self.n_cand, params=self.params[filter_name])
@@ -277,13 +293,15 @@ class CasebookEngine:
             params=IndexParams(self.s.hnsw_min_cases, self.s.hnsw_m, self.s.hnsw_ef_construction),
         )
         self.index = CaseIndex(path, verify=False)
+        self.tune(self.s.hnsw_ef_search, self.s.hnsw_rerank)
         return sum(p.stat().st_size for p in path.iterdir() if p.is_file())
+
+    def tune(self, ef_search: int, rerank: int) -> None:
+        self.ef_search, self.rerank = ef_search, rerank
 
     def search(self, query: np.ndarray, filter_name: str) -> np.ndarray:
         anatomy, region = FILTERS[filter_name]  # (None, None) is the "*" group: all cases
-        ids, _ = self.index.search(
-            query, anatomy, region, K, ef_search=self.s.hnsw_ef_search, rerank=self.s.hnsw_rerank
-        )
+        ids, _ = self.index.search(query, anatomy, region, K, ef_search=self.ef_search, rerank=self.rerank)
         return ids
 
 
@@ -337,8 +355,13 @@ def _query_filter(ds: Dataset, engine: Engine, name: str, fname: str, warmup: in
     return row
 
 
-def measure(ds: Dataset, name: str, s: SearchSettings, warmup: int, blas_threads: int) -> list[dict[str, Any]]:
-    """Build one engine, run every filter's queries one at a time, and return one row per filter."""
+def measure(
+    ds: Dataset, name: str, s: SearchSettings, warmup: int, blas_threads: int, sweep: list[tuple[int, int]]
+) -> list[dict[str, Any]]:
+    """Build one engine, run every filter's queries one at a time, and return one row per filter.
+
+    HNSW engines run once per (ef_search, rerank) in ``sweep`` over the same build.
+    """
     gc.collect()
     trim_heap()
     rss0 = rss_bytes()
@@ -351,8 +374,16 @@ def measure(ds: Dataset, name: str, s: SearchSettings, warmup: int, blas_threads
         build_s = time.perf_counter() - t0
         faiss.omp_set_num_threads(1)
         log(f"  {name}: built in {build_s:.1f} s")
+        rows: list[dict[str, Any]] = []
         with threadpool_limits(blas_threads, user_api="blas"):
-            rows = [_query_filter(ds, engine, name, fname, warmup) for fname in ds.queries]
+            tunable = engine if isinstance(engine, Tunable) else None
+            for ef, rerank in sweep if tunable is not None else [(0, 0)]:
+                label, extra = name, {}
+                if tunable is not None:
+                    tunable.tune(ef, rerank)
+                    extra = {"ef_search": ef, "rerank": rerank}
+                    label = f"{name} ef{ef}/r{rerank}" if len(sweep) > 1 else name
+                rows += [_query_filter(ds, engine, label, fname, warmup) | extra for fname in ds.queries]
         gc.collect()
         gc.collect()
         trim_heap()
@@ -398,10 +429,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=10, help="untimed queries per filter before timing")
     ap.add_argument("--blas-threads", type=int, default=1, help="numpy/OpenBLAS threads while querying (builds: all)")
     ap.add_argument("--engines", nargs="+", default=list(ENGINES), choices=ENGINES)
+    ap.add_argument("--ef-search", type=int, nargs="+", help="HNSW efSearch values to sweep (default: settings)")
+    ap.add_argument("--rerank", type=int, nargs="+", help="HNSW re-scoring factors to sweep (default: settings)")
     ap.add_argument("--json", type=Path, help="also write the rows and run metadata here")
     args = ap.parse_args(argv)
     sizes = sorted(set(args.sizes + ([1_000_000] if args.full else [])))
     settings = SearchSettings()
+    sweep = list(itertools.product(args.ef_search or [settings.hnsw_ef_search], args.rerank or [settings.hnsw_rerank]))
     meta = {
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "faiss": faiss.__version__,
@@ -412,6 +446,7 @@ def main(argv: list[str] | None = None) -> int:
                                                  "hnsw_min_cases"}),
         "seed": SEED,
         "blas_threads": args.blas_threads,
+        "sweep_ef_search_rerank": sweep,
     }  # fmt: skip
     rows: list[dict[str, Any]] = []
     for n in sizes:
@@ -419,7 +454,7 @@ def main(argv: list[str] | None = None) -> int:
         ds = make_dataset(n, args.queries)
         log(f"{n:,} cases: data and ground truth in {time.perf_counter() - t:.1f} s")
         for name in args.engines:
-            rows += measure(ds, name, settings, args.warmup, args.blas_threads)
+            rows += measure(ds, name, settings, args.warmup, args.blas_threads, sweep)
         del ds
         gc.collect()
     meta["load_avg_end"] = os.getloadavg()
