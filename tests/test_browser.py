@@ -204,6 +204,8 @@ def test_report_draft_guideline_qa_selfrag_and_status_pages(kb_server: tuple[str
             expect(page.get_by_text("Source:").first).to_be_visible()
             expect(page.get_by_text("Drug label", exact=True)).to_be_visible()
             expect(page.get_by_text("isoniazid", exact=False).first).to_be_visible()
+            expect(page.get_by_text("Retrieval confidence")).to_be_visible()
+            expect(page.get_by_text("Intermittent regimen", exact=False).first).to_be_visible()  # doses keep headers
             page.screenshot(path=str(ARTIFACTS / "09-guideline-qa.png"))
             question.fill("What is the best treatment for migraine headaches?")
             page.get_by_role("button", name="Ask").click()
@@ -218,7 +220,8 @@ def test_report_draft_guideline_qa_selfrag_and_status_pages(kb_server: tuple[str
             page.get_by_role("button", name="Run").click()
             expect(page.get_by_text("Answer: B")).to_be_visible(timeout=60_000)
             expect(page.get_by_text("Reranked documents")).to_be_visible()
-            expect(page.locator(".stPlotlyChart").first).to_be_visible()
+            expect(page.locator(".stPlotlyChart")).to_have_count(2)  # critic scores, expected utility
+            expect(page.get_by_text("Kept answer 1", exact=False)).to_be_visible()
             page.screenshot(path=str(ARTIFACTS / "11-selfrag-trace.png"))
 
             # Settings / Status: the backend in use, the index version, a guarded rebuild action

@@ -77,7 +77,7 @@ def test_spl_sections_identity_and_subsections(counter: E5TokenCounter) -> None:
     assert "5.1 Lactic Acidosis" in wp.text and "vitamin B12" in wp.text  # subsections stay with the parent
     indications = doc.chunks[1].text
     assert "HIGHLIGHT DUPLICATE" not in indications and "type 2 diabetes" in indications
-    assert "Carbonic anhydrase inhibitors | Increased risk" in doc.chunks[4].text
+    assert "Carbonic anhydrase inhibitors \u2014 Effect: Increased risk" in doc.chunks[4].text
     assert doc.names["glumetza test"] == "proprietary"
 
 
@@ -90,6 +90,27 @@ def test_usan_inn_synonyms_join_the_names(counter: E5TokenCounter) -> None:
     doc = parse_spl(raw, "rif.xml", "druglabels", CFG, counter)
     assert doc.names["rifampin"] == "ingredient" and doc.names["rifampicin"] == "synonym"
     assert "rifampicin" in doc.chunks[0].drug_names
+
+
+def test_spl_table_rows_keep_their_column_headers(counter: E5TokenCounter) -> None:
+    """A dose quoted out of a table still says which regimen it belongs to; spanned rows stay whole."""
+    table = (
+        "<table><caption>Dosing by regimen</caption>"
+        "<thead><tr><th>Population</th><th>Daily</th><th>Three times weekly</th></tr></thead>"
+        "<tbody><tr><td>Adults</td><td>5 mg/kg</td><td>15 mg/kg</td></tr>"
+        "<tr><td>Children</td><td>10 mg/kg</td><td></td></tr>"
+        '<tr><td colspan="3">Give with pyridoxine.</td></tr></tbody></table>'
+    )
+    raw = (DATA / "spl_metformin.xml").read_text()
+    marker = "<paragraph>Glumetza Test is contraindicated in patients with:</paragraph>"
+    assert marker in raw
+    doc = parse_spl(raw.replace(marker, marker + table).encode(), "t.xml", "druglabels", CFG, counter)
+    lines = next(c for c in doc.chunks if c.section_code == "34070-3").text.split("\n")
+    assert "Dosing by regimen" in lines
+    assert "Adults \u2014 Daily: 5 mg/kg; Three times weekly: 15 mg/kg" in lines
+    assert "Children \u2014 Daily: 10 mg/kg" in lines  # an empty cell adds no dangling header
+    assert "Give with pyridoxine." in lines
+    assert not any(line.startswith("Population") for line in lines)  # the header row is folded into the rows
 
 
 def test_long_spl_section_splits_at_paragraphs_inside_section(counter: E5TokenCounter) -> None:

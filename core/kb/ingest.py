@@ -35,7 +35,7 @@ SPEC_KEYS = ("encoder_id", "dim", "tokenizer_id", "chunk_tokens", "chunk_overlap
              "header_in_index", "bm25_stemmer")  # fmt: skip
 
 # Bump when parsing or chunking changes what an index holds: demo KBs built by older code are rebuilt.
-PARSER_VERSION = 2
+PARSER_VERSION = 3
 
 Parser = Callable[[bytes, str, str, KBSettings, TokenCounter], Document]
 PARSERS: dict[str, tuple[Parser, tuple[str, ...]]] = {

@@ -48,14 +48,38 @@ def _blocks(el: etree._Element) -> Iterator[str]:
             for item in child.iterfind("v3:item", _NS):
                 yield "• " + _text(item)
         elif tag == "table":
-            for row in child.iter(f"{{{HL7}}}tr"):
-                cells = [_text(c) for c in row if isinstance(c.tag, str)]
-                yield " | ".join(c for c in cells if c)
+            yield from _table_rows(child)
         else:
             yield _text(child)
     tail = (el.text or "").strip()
     if tail:
         yield tail
+
+
+def _table_rows(table: etree._Element) -> Iterator[str]:
+    """One self-contained line per body row: its first cell, then ``header: value`` for the others.
+
+    A dose cut out of a table must keep its column's meaning (``Intermittent regimen: 15 mg/kg``,
+    not a bare ``15 mg/kg``), since a chunk or a quoted sentence is read without the table around it.
+    Rows whose cell count differs from the header's (spans) fall back to ``a | b | c``.
+    """
+    caption = _text(table.find("v3:caption", _NS))
+    if caption:
+        yield caption
+    header: list[str] = []
+    for row in table.iter(f"{{{HL7}}}tr"):
+        cells = [c for c in row if isinstance(c.tag, str)]
+        texts = [_text(c) for c in cells]
+        parent = row.getparent()
+        in_head = parent is not None and etree.QName(parent).localname == "thead"
+        if not header and (in_head or all(etree.QName(c).localname == "th" for c in cells)):
+            header = texts
+            continue
+        if header and len(texts) == len(header) and len(texts) > 1:
+            pairs = [f"{h}: {t}" if h else t for h, t in zip(header[1:], texts[1:], strict=True) if t]
+            yield " \u2014 ".join(x for x in (texts[0], "; ".join(pairs)) if x)
+        else:
+            yield " | ".join(t for t in texts if t)
 
 
 def _section_paragraphs(section: etree._Element) -> list[str]:
