@@ -11,10 +11,7 @@ import streamlit as st
 
 from core.errors import CasebookError
 from core.settings import REPO_ROOT
-from pages._shared import (
-    llm_for,
-    show_error,
-)
+from pages._shared import get_runtime, llm_for, show_error
 
 if TYPE_CHECKING:
     from core.selfrag.pipeline import SelfRagPipeline
@@ -108,6 +105,9 @@ def show_trace(trace: SelfRagTrace) -> None:
         )
         if it["expected utility"].notna().any():
             fig = px.bar(it, x="answer", y="expected utility", range_y=[0, 5], title="Expected utility (1-5)")
+            fig.update_xaxes(type="category", title="answer (iteration)")  # whole iterations, not a 0.6-1.4 scale
+            stop = get_runtime().settings.selfrag.utility_stop
+            fig.add_hline(y=stop, line_dash="dot", annotation_text=f"stop at {stop:g}")
             fig.update_layout(height=260, margin={"t": 40, "b": 0})
             st.plotly_chart(fig, width="stretch", key="selfrag-iterations")
         st.dataframe(it, hide_index=True)
