@@ -99,11 +99,14 @@ def _with_policy(index: PgCaseIndex, hnsw: bool | None) -> PgCaseIndex:
     return PgCaseIndex(index.db, manifest)
 
 
-def _plain_hnsw(index: PgCaseIndex, q: np.ndarray, anatomy: str | None, region: str | None) -> np.ndarray:
+def _plain_hnsw(
+    index: PgCaseIndex, q: np.ndarray, anatomy: str | None, region: str | None, ef_search: int
+) -> np.ndarray:
     where = "TRUE" if anatomy is None else ("anatomy = :a" if region is None else "anatomy = :a AND region = :r")
     with index.db.read_only() as s:
         s.execute(
-            text("SELECT set_config('hnsw.ef_search', '96', true), set_config('hnsw.iterative_scan', 'off', true)")
+            text("SELECT set_config('hnsw.ef_search', :ef, true), set_config('hnsw.iterative_scan', 'off', true)"),
+            {"ef": str(ef_search)},  # the same efSearch as Casebook's own engine, so only the filter policy differs
         )
         rows = s.execute(
             text(
@@ -139,7 +142,7 @@ def run_size(url: str, n: int, n_queries: int) -> list[dict[str, Any]]:
                 for i, q in enumerate(queries):
                     t = time.perf_counter()
                     if strat == "hnsw-plain":
-                        ids = _plain_hnsw(index, q, anatomy, region)
+                        ids = _plain_hnsw(index, q, anatomy, region, p.hnsw_ef_search)
                     else:
                         ids, _ = variants[strat].search(
                             q, anatomy, region, K, ef_search=p.hnsw_ef_search, rerank=p.hnsw_rerank

@@ -148,3 +148,16 @@ def test_index_from_another_encoder_is_never_reused(fresh: Runtime) -> None:
     settings = make_settings(fresh.settings.paths.data_dir.parent, search={"encoder_id": "other-encoder-v2"})
     rt = open_runtime(settings)
     assert rt.search.index.manifest["encoder_id"] == "other-encoder-v2"
+
+
+def test_index_built_with_other_hnsw_parameters_is_rebuilt(fresh: Runtime) -> None:
+    old = fresh.search.index
+    assert old.manifest["params"]["hnsw_m"] == fresh.settings.search.hnsw_m
+    settings = make_settings(fresh.settings.paths.data_dir.parent, search={"hnsw_m": 16, "hnsw_min_cases": 1000})
+    index = open_runtime(settings).search.index
+    assert index.manifest["params"] == {"hnsw_min_cases": 1000, "hnsw_m": 16, "hnsw_ef_construction": 80}
+    assert index.version != old.version and any(g.get("hnsw") for g in index.groups.values())
+    # query-time settings never rebuild
+    same = open_runtime(make_settings(fresh.settings.paths.data_dir.parent, search={
+        "hnsw_m": 16, "hnsw_min_cases": 1000, "hnsw_ef_search": 64}))  # fmt: skip
+    assert same.search.index.version == index.version

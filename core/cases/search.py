@@ -11,6 +11,7 @@ import hashlib
 import logging
 import threading
 from collections import OrderedDict
+from dataclasses import asdict
 from pathlib import Path
 
 import faiss
@@ -95,13 +96,18 @@ class CaseSearch:
             vectors,
             encoder_id=p.encoder_id,
             table_checksum=checksum,
-            params=IndexParams(p.hnsw_min_cases, p.hnsw_m, p.hnsw_ef_construction),
+            params=self._build_params(),
         )
         log.info("Built case index %s (%d cases)", path.name, len(ids))
         return CaseIndex(path, verify=False)
 
+    def _build_params(self) -> IndexParams:
+        """The build-time parameters the settings ask for (query-time ones never need a rebuild)."""
+        p = self.settings.search
+        return IndexParams(p.hnsw_min_cases, p.hnsw_m, p.hnsw_ef_construction)
+
     def open(self, *, check_table: bool = True) -> CaseIndex:
-        """Load the current index; rebuild it when missing, corrupt, stale or from another encoder."""
+        """Load the current index; rebuild it when missing, corrupt, stale, from another encoder or built otherwise."""
         current = self.root / "current"
         if not current.exists() and not current.is_symlink():  # a fresh install: nothing to distrust, so no warning
             log.info("No case index under %s yet; building it", self.root)
@@ -111,6 +117,8 @@ class CaseSearch:
             reason = None
             if index.manifest["encoder_id"] != self.settings.search.encoder_id:
                 reason = f"built for encoder {index.manifest['encoder_id']!r}"
+            elif index.manifest.get("params") != asdict(self._build_params()):
+                reason = f"built with {index.manifest.get('params')}, settings ask for {asdict(self._build_params())}"
             elif check_table:
                 with self.db.read_only() as s:
                     if table_checksum(s) != index.manifest["table_checksum"]:
