@@ -212,12 +212,12 @@ class ReflectionModel:
         ends = self._tensor([offset + len(s) - 1 for s in suffixes])  # position of [Fully supported]
         picks = torch.stack([ends - 2, ends - 1, ends], dim=1)  # after </paragraph>, [Relevant], [Fully supported]
         states = hidden.last_hidden_state[self._tensor(list(range(len(suffixes)))).unsqueeze(1), picks]
-        rows = self._label_rows(self.lm.get_output_embeddings()(states).flatten(0, 1))
+        read = self._label_rows(self.lm.get_output_embeddings()(states).flatten(0, 1))  # 3 rows per document
         return [
             CriticReading(
-                relevance=self._group(rows[3 * i], "relevance"),
-                support=self._group(rows[3 * i + 1], "support"),
-                utility=self._group(rows[3 * i + 2], "utility"),
+                relevance=self._group(read[3 * i], "relevance"),
+                support=self._group(read[3 * i + 1], "support"),
+                utility=self._group(read[3 * i + 2], "utility"),
             )
             for i in range(len(suffixes))
         ]
