@@ -16,6 +16,7 @@ re-ranks exactly from the vectors on disk.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,6 +31,7 @@ from core.kb.settings import KBSettings
 
 __all__ = ["ShardedANN", "ann_params", "build_shard_index", "choose_kind", "sample_rows", "train_template"]
 
+log = logging.getLogger(__name__)
 _ADD_BLOCK = 16_384
 
 
@@ -90,6 +92,7 @@ def build_shard_index(template: Any, vectors: VectorFile, out: Path) -> None:
     index = faiss.clone_index(template)
     for start in range(0, vectors.n, _ADD_BLOCK):
         index.add(vectors.block(start, min(vectors.n, start + _ADD_BLOCK)))
+    log.debug("writing %s", out, extra={"phase": "write"})
     write_faiss(index, out)
 
 

@@ -271,6 +271,7 @@ class CorpusIngest:
 
     def _stream(self, state: dict[str, Any], on_checkpoint: Callable[[int], None] | None) -> None:
         cfg = self.cfg
+        log.debug("corpus %s: streaming records and vectors", self.name, extra={"phase": "stream"})
         ids = _Ids(self.work / "ids.sqlite")
         ids.truncate(state["count"])
         shard = _Shard(self.work / f"shard_{state['shard']:03d}", self.dim, cfg.corpus_vector_dtype)
@@ -350,14 +351,18 @@ class CorpusIngest:
             if template_file.is_file():
                 template = faiss.read_index(str(template_file))
             else:
-                log.info("corpus %s: training a %s index on %d vectors", self.name, kind, n_train)
+                log.info("corpus %s: training a %s index on %d vectors", self.name, kind, n_train,
+                         extra={"phase": "sample"})  # fmt: skip
                 sample = sample_rows(files, n_train) if kind != "flat" else np.zeros((0, self.dim), np.float32)
+                log.debug("corpus %s: training", self.name, extra={"phase": "train"})
                 template = train_template(kind, self.dim, params, sample)
+                del sample
                 part = self.work / "template.faiss.part"  # renamed when whole: a resumed run never reads a torn file
                 write_faiss(template, part)
                 os.replace(part, template_file)
             for i, (folder, vf) in enumerate(zip(folders, files, strict=True)):
                 if i not in state["indexed"]:
+                    log.debug("corpus %s: indexing shard %d", self.name, i, extra={"phase": "add"})
                     build_shard_index(template, vf, folder / ann_name)
                     state["indexed"].append(i)
                     self._save_state(state)
@@ -375,6 +380,7 @@ class CorpusIngest:
         for leftover in ("state.json", "ids.sqlite", "ids.sqlite-wal", "ids.sqlite-shm", "template.faiss", "lock"):
             (self.work / leftover).unlink(missing_ok=True)
         files = sorted(p for p in self.work.rglob("*") if p.is_file())
+        log.debug("corpus %s: checksums and manifest", self.name, extra={"phase": "checksum"})
         manifest = {
             "format": CORPUS_FORMAT, "name": self.name, "kb": f"corpus:{self.name}",
             "encoder_id": self.encoder_id, "dim": self.dim, "metric": self.metric,
