@@ -159,6 +159,8 @@ class PgVectorSearch(CaseSearch):
                     s.execute(text(f'DROP INDEX "{old}"'))
                 s.execute(text("DELETE FROM case_embeddings"))
             added = self._add_missing(s)
+            if added:  # fresh statistics, or the planner keeps filtered queries off the HNSW index until autovacuum
+                s.execute(text("ANALYZE case_embeddings"))
             count = int(s.scalar(text("SELECT count(*) FROM case_embeddings")) or 0)
             if count == 0:
                 raise IndexStateError(
