@@ -16,8 +16,10 @@ import pytest
 
 from core.errors import CorpusInputError, EncoderMismatchError, InvalidInputError
 from core.kb.corpus import CorpusIndex, CorpusSearch
+from core.kb.corpus_ann import sample_rows, train_template
 from core.kb.corpus_build import corpus_link, ingest_corpus
 from core.kb.corpus_records import RecordError, parse_record
+from core.kb.corpus_vectors import VectorFile, VectorWriter
 from core.kb.docstore import DocStore
 from core.kb.types import Retriever
 from core.settings import Settings
@@ -154,6 +156,35 @@ def test_every_index_kind_against_exact_search(tmp_path: Path, kind: str, floor:
     assert np.mean(recall) >= floor
     assert index.chunks([0, 2999])[2999].text == "row 2999"
     index.close()
+
+
+def test_ivfpq_training_in_place_equals_faiss_train(tmp_path: Path) -> None:
+    import faiss
+
+    dim, nlist, m = 32, 20, 4
+    vecs = clustered(2000, dim)
+    folders = []
+    for i, part in enumerate((vecs[:700], vecs[700:])):  # two shards: the sample spans both
+        writer = VectorWriter(tmp_path / f"v{i}.f32", dim, "float32")
+        writer.add(part)
+        writer.close()
+        folders.append(VectorFile(tmp_path / f"v{i}.f32", len(part), dim, "float32"))
+    sample = sample_rows(folders, 1500)
+    picks = np.sort(np.random.default_rng(0).choice(2000, size=1500, replace=False))
+    np.testing.assert_array_equal(sample, vecs[picks])
+    reference = faiss.IndexIVFPQ(faiss.IndexFlatIP(dim), dim, nlist, m, 8, faiss.METRIC_INNER_PRODUCT)
+    reference.train(sample.copy())
+    template = train_template("ivfpq", dim, {"nlist": nlist, "pq_m": m, "pq_bits": 8}, sample)
+    assert template.is_trained
+    for index in (reference, template):
+        index.add(vecs)
+        index.nprobe = 4
+    np.testing.assert_array_equal(
+        faiss.vector_to_array(template.pq.centroids), faiss.vector_to_array(reference.pq.centroids)
+    )
+    np.testing.assert_array_equal(template.search(vecs[:50], 10)[1], reference.search(vecs[:50], 10)[1])
+    for f in folders:
+        f.close()
 
 
 def test_ingest_without_embeddings_uses_the_query_encoder(tmp_path: Path) -> None:

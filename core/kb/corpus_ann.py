@@ -33,6 +33,7 @@ __all__ = ["ShardedANN", "ann_params", "build_shard_index", "choose_kind", "samp
 
 log = logging.getLogger(__name__)
 _ADD_BLOCK = 16_384
+_RESIDUAL_BLOCK = 4_096  # rows per in-place residual step: the gathered centroids are a 12 MB temporary at 768-d
 
 
 def choose_kind(n: int, cfg: KBSettings) -> str:
@@ -55,20 +56,50 @@ def ann_params(kind: str, n: int, dim: int, n_train: int, cfg: KBSettings) -> di
 
 
 def sample_rows(files: Sequence[VectorFile], size: int, seed: int = 0) -> np.ndarray:
-    """``size`` rows drawn without replacement across all shards (seeded, so a resumed build trains the same)."""
+    """``size`` rows drawn without replacement across all shards (seeded, so a resumed build trains the same).
+
+    The rows are read straight into one float32 array: the sample is the largest allocation of an
+    ingestion (``size * dim * 4`` bytes), so it is never held twice.
+    """
     total = sum(f.n for f in files)
     picks = np.sort(np.random.default_rng(seed).choice(total, size=min(size, total), replace=False))
     starts = np.cumsum([0] + [f.n for f in files])
-    parts = []
+    out = np.empty((len(picks), files[0].dim), dtype=np.float32)
+    done = 0
     for i, f in enumerate(files):
         local = picks[(picks >= starts[i]) & (picks < starts[i + 1])] - starts[i]
-        if len(local):
-            parts.append(f.rows(local.tolist()))
-    return np.vstack(parts)
+        f.rows(local.tolist(), out=out[done : done + len(local)])
+        done += len(local)
+    return out
+
+
+def _train_ivfpq(index: Any, sample: np.ndarray) -> None:
+    """What ``IndexIVFPQ.train`` does, with the PQ residuals computed in place in ``sample``.
+
+    FAISS's own ``train`` allocates a second ``n * dim`` float array for the residuals (up to 65,536
+    rows), which doubled the training peak; here the coarse k-means runs on the sample, then each row
+    becomes its residual to the nearest centroid and the PQ codebooks are trained on that.
+    """
+    import faiss
+
+    quantizer = faiss.downcast_index(index.quantizer)
+    faiss.Clustering(index.d, index.nlist, index.cp).train(sample, quantizer)  # spherical under IP, as FAISS sets
+    centroids = quantizer.reconstruct_n(0, index.nlist)
+    for start in range(0, len(sample), _RESIDUAL_BLOCK):
+        block = sample[start : start + _RESIDUAL_BLOCK]
+        _, assign = quantizer.search(block, 1)
+        block -= centroids[assign[:, 0]]
+    index.pq.train(sample)
+    index.is_trained = True
+    index.precompute_table()
 
 
 def train_template(kind: str, dim: int, params: dict[str, Any], sample: np.ndarray) -> Any:
-    """A trained, empty index that every shard copies."""
+    """A trained, empty index that every shard copies.
+
+    A float32 C-contiguous ``sample`` is overwritten (IVF-PQ training turns it into residuals in place);
+    pass a copy to keep it.
+    """
     import faiss
 
     index: Any
@@ -81,7 +112,11 @@ def train_template(kind: str, dim: int, params: dict[str, Any], sample: np.ndarr
         index.hnsw.efConstruction = params["ef_construction"]
     else:
         return faiss.IndexFlatIP(dim)
-    index.train(np.ascontiguousarray(sample, dtype=np.float32))
+    sample = np.ascontiguousarray(sample, dtype=np.float32)
+    if kind == "ivfpq":
+        _train_ivfpq(index, sample)
+    else:
+        index.train(sample)
     return index
 
 

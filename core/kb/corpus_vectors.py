@@ -120,9 +120,10 @@ class VectorFile:
         self._row = dim * self.dtype.itemsize
         self._fd = os.open(path, os.O_RDONLY)
 
-    def rows(self, positions: Sequence[int]) -> np.ndarray:
-        """float32 rows at ``positions`` (in that order)."""
-        out = np.empty((len(positions), self.dim), dtype=np.float32)
+    def rows(self, positions: Sequence[int], out: np.ndarray | None = None) -> np.ndarray:
+        """float32 rows at ``positions`` (in that order), written into ``out`` when given (no second copy)."""
+        if out is None:
+            out = np.empty((len(positions), self.dim), dtype=np.float32)
         for i, pos in enumerate(positions):
             raw = os.pread(self._fd, self._row, int(pos) * self._row)
             out[i] = np.frombuffer(raw, dtype=self.dtype)
