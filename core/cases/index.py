@@ -101,86 +101,70 @@ def build_index(
     """
     previous = "the previous index still serves" if (root / "current").exists() else "no index was built"
     with disk_full_as_error(root, "Building the similar-case index", f"Free space under {root}; {previous}."):
-        return _build(
-            root, ids, anatomy, region, vectors, encoder_id=encoder_id, table_checksum=table_checksum, params=params
-        )
+        anat = np.asarray(list(anatomy), dtype=object)
+        reg = np.asarray(["" if r is None else r for r in region], dtype=object)
+        if not (len(ids) == len(anat) == len(reg) == len(vectors)):
+            raise IndexStateError("Case index inputs differ in length")
+        order = np.lexsort((np.asarray(ids), reg.astype(str), anat.astype(str)))
+        ids_sorted = np.asarray(ids, dtype=np.int64)[order]
+        vecs = _normalise(np.asarray(vectors)[order])
+        anat, reg = anat[order], reg[order]
+        groups = _groups(anat, reg)
 
-
-def _build(
-    root: Path,
-    ids: np.ndarray,
-    anatomy: Iterable[str],
-    region: Iterable[str | None],
-    vectors: np.ndarray,
-    *,
-    encoder_id: str,
-    table_checksum: str,
-    params: IndexParams,
-) -> Path:
-    anat = np.asarray(list(anatomy), dtype=object)
-    reg = np.asarray(["" if r is None else r for r in region], dtype=object)
-    if not (len(ids) == len(anat) == len(reg) == len(vectors)):
-        raise IndexStateError("Case index inputs differ in length")
-    order = np.lexsort((np.asarray(ids), reg.astype(str), anat.astype(str)))
-    ids_sorted = np.asarray(ids, dtype=np.int64)[order]
-    vecs = _normalise(np.asarray(vectors)[order])
-    anat, reg = anat[order], reg[order]
-    groups = _groups(anat, reg)
-
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = root / f".build-{os.getpid()}-{time.time_ns()}"
-    tmp.mkdir()
-    try:
-        np.save(tmp / "vectors.npy", vecs)
-        np.save(tmp / "ids.npy", ids_sorted)
-        group_meta: dict[str, dict[str, Any]] = {}
-        for key, (start, end) in groups.items():
-            hnsw_file = None
-            if end - start >= params.hnsw_min_cases:
-                hnsw_file = f"hnsw-{key.replace('/', '__')}.faiss"
-                qt_8bit: Any = faiss.ScalarQuantizer.QT_8bit  # an int at run time; the stubs say otherwise
-                index = faiss.IndexHNSWSQ(vecs.shape[1], qt_8bit, params.hnsw_m, faiss.METRIC_INNER_PRODUCT)
-                index.hnsw.efConstruction = params.hnsw_ef_construction
-                index.train(vecs[start:end])
-                index.add(vecs[start:end])
-                with (tmp / hnsw_file).open("wb") as fh:  # faiss's own file writer ignores a failed close
-                    faiss.write_index(index, faiss.PyCallbackIOWriter(fh.write))  # type: ignore[attr-defined]
-            group_meta[key] = {"start": start, "end": end, "hnsw": hnsw_file}
-        files = {p.name: file_sha256(p) for p in sorted(tmp.iterdir())}
-        core = {
-            "format": FORMAT,
-            "dim": int(vecs.shape[1]),
-            "count": len(ids_sorted),
-            "encoder_id": encoder_id,
-            "table_checksum": table_checksum,
-            "params": params.__dict__,
-            "files": files,
-        }
-        version = hashlib.sha256(json.dumps(core, sort_keys=True).encode()).hexdigest()[:16]
-        manifest = {
-            **core,
-            "version": version,
-            "groups": group_meta,
-            "faiss_version": faiss.__version__,
-            "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        }
-        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2))
-        final = root / f"v-{version}"
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(tmp, final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    link_tmp = root / f".current-{os.getpid()}"
-    if link_tmp.is_symlink() or link_tmp.exists():
-        link_tmp.unlink()
-    link_tmp.symlink_to(final.name)
-    os.replace(link_tmp, root / "current")
-    for old in root.glob("v-*"):
-        if old != final:
-            shutil.rmtree(old, ignore_errors=True)
-    return final
+        root.mkdir(parents=True, exist_ok=True)
+        tmp = root / f".build-{os.getpid()}-{time.time_ns()}"
+        tmp.mkdir()
+        try:
+            np.save(tmp / "vectors.npy", vecs)
+            np.save(tmp / "ids.npy", ids_sorted)
+            group_meta: dict[str, dict[str, Any]] = {}
+            for key, (start, end) in groups.items():
+                hnsw_file = None
+                if end - start >= params.hnsw_min_cases:
+                    hnsw_file = f"hnsw-{key.replace('/', '__')}.faiss"
+                    qt_8bit: Any = faiss.ScalarQuantizer.QT_8bit  # an int at run time; the stubs say otherwise
+                    index = faiss.IndexHNSWSQ(vecs.shape[1], qt_8bit, params.hnsw_m, faiss.METRIC_INNER_PRODUCT)
+                    index.hnsw.efConstruction = params.hnsw_ef_construction
+                    index.train(vecs[start:end])
+                    index.add(vecs[start:end])
+                    with (tmp / hnsw_file).open("wb") as fh:  # faiss's own file writer ignores a failed close
+                        faiss.write_index(index, faiss.PyCallbackIOWriter(fh.write))  # type: ignore[attr-defined]
+                group_meta[key] = {"start": start, "end": end, "hnsw": hnsw_file}
+            files = {p.name: file_sha256(p) for p in sorted(tmp.iterdir())}
+            core = {
+                "format": FORMAT,
+                "dim": int(vecs.shape[1]),
+                "count": len(ids_sorted),
+                "encoder_id": encoder_id,
+                "table_checksum": table_checksum,
+                "params": params.__dict__,
+                "files": files,
+            }
+            version = hashlib.sha256(json.dumps(core, sort_keys=True).encode()).hexdigest()[:16]
+            manifest = {
+                **core,
+                "version": version,
+                "groups": group_meta,
+                "faiss_version": faiss.__version__,
+                "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            }
+            (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2))
+            final = root / f"v-{version}"
+            if final.exists():
+                shutil.rmtree(final)
+            os.replace(tmp, final)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        link_tmp = root / f".current-{os.getpid()}"
+        if link_tmp.is_symlink() or link_tmp.exists():
+            link_tmp.unlink()
+        link_tmp.symlink_to(final.name)
+        os.replace(link_tmp, root / "current")
+        for old in root.glob("v-*"):
+            if old != final:
+                shutil.rmtree(old, ignore_errors=True)
+        return final
 
 
 class CaseIndex:
