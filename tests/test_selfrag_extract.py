@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 from core.selfrag.extract import extract_letter
@@ -55,3 +59,46 @@ def test_longest_option_text_wins_over_a_contained_one() -> None:
 def test_without_options_any_letter_a_to_j_is_valid() -> None:
     assert extract_letter("Answer: E") == "E"
     assert extract_letter("Nitrofurantoin") is None
+
+
+TABLE = Path(__file__).parent / "data" / "mcq_outputs.json"
+
+
+def _rows(split: str) -> list[dict[str, Any]]:
+    rows = json.loads(TABLE.read_text(encoding="utf-8"))["rows"]
+    return [r for r in rows if split == "all" or r["split"] == split]
+
+
+def test_table_covers_every_pattern_with_a_frozen_split() -> None:
+    rows = _rows("all")
+    assert len(rows) >= 300
+    test = [r for r in rows if r["split"] == "test"]
+    assert 0.25 <= len(test) / len(rows) <= 0.35  # the seeded 30% held out while the extractor was tuned
+    patterns = {r["pattern"] for r in rows}
+    for needed in ("json_letter_text", "json_paren_text", "final_over_hypothetical", "text_word_boundary",
+                   "text_duplicate", "no_answer", "two_letters", "article_a"):  # fmt: skip
+        assert needed in patterns
+    assert sum(r["expected"] is None for r in rows) >= 30  # "no letter stated" is well represented
+
+
+def test_agreement_on_the_held_out_split_is_at_least_99_percent() -> None:
+    rows = _rows("test")
+    wrong = [(r["id"], r["expected"]) for r in rows if extract_letter(r["text"], r["options"]) != r["expected"]]
+    assert 1 - len(wrong) / len(rows) >= 0.99, wrong
+
+
+def test_json_answers_with_option_text_and_final_statements() -> None:
+    tube = {"A": "Ovary", "B": "Fallopian tube", "C": "Cervix"}
+    assert extract_letter('{"step_by_step_thinking": "...", "answer_choice": "B. Fallopian tube"}', tube) == "B"
+    assert extract_letter('{"answer_choice": "(C) Cervix"}', tube) == "C"
+    assert extract_letter("If it were a teenager the answer would be A. Final answer: C", tube) == "C"
+    assert extract_letter("The answer is A. No, wait: the answer is B.", tube) == "B"
+
+
+def test_numbers_and_duplicates_match_whole_tokens() -> None:
+    cutoffs = {"A": ">5 mm", "B": ">10 mm", "C": ">15 mm"}
+    assert extract_letter("The cut-off is >15 mm here.", cutoffs) == "C"
+    assert extract_letter("Anything >5 mm is positive.", cutoffs) == "A"
+    twins = {"A": "Metformin", "B": "Insulin", "C": "Metformin"}
+    assert extract_letter("Metformin.", twins) is None
+    assert extract_letter("Answer: C", twins) == "C"
