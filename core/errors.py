@@ -14,6 +14,8 @@ Code catches the narrowest class it can handle; the CLI and the pages print
     │   └── CorpusInputError         bad corpus lines or embeddings (listed by line number)
     ├── ReadOnlyViolationError       inference tried to write
     ├── ImmutableRecordError         a signed report was about to change
+    ├── ConflictError                a stale draft edit or a concurrent amendment
+    ├── AccessDeniedError            another doctor's draft, another patient's scan
     ├── IndexStateError              an index is missing, stale or corrupt
     │   └── EncoderMismatchError     queried with another encoder than the one that built it
     ├── DiskFullError                an index build ran out of room; the previous version serves
@@ -38,11 +40,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 __all__ = [
+    "AccessDeniedError",
     "BackendAuthError",
     "BackendError",
     "BackendTimeoutError",
     "CasebookError",
     "ConfigError",
+    "ConflictError",
     "CorpusInputError",
     "DiskFullError",
     "DocumentError",
@@ -135,6 +139,26 @@ class ImmutableRecordError(CasebookError):
     """A signed report cannot change; a new version must be created."""
 
     hint = "Signed reports are read-only. Create an amended version instead."
+
+
+class AccessDeniedError(CasebookError):
+    """The signed-in user may not touch this record (another doctor's draft, another patient's scan)."""
+
+    hint = "Only the author of a draft can change or sign it; start your own draft."
+
+
+class ConflictError(CasebookError):
+    """Someone else changed the record first (a stale draft edit, a concurrent amendment).
+
+    ``current`` holds the record's current text (``findings``, ``impression``,
+    ``recommendations``, ``version``) when there is one, so nothing is silently lost.
+    """
+
+    hint = "Reload to see the current text, then apply your change again."
+
+    def __init__(self, message: str, *, current: dict[str, object] | None = None, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.current = current
 
 
 class IndexStateError(CasebookError):

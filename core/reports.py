@@ -32,6 +32,7 @@ class DraftRow:
     status: str
     report_id: int | None
     updated_at: dt.datetime
+    version: int = 1  # pass as ``expected_version`` when saving or signing an edit of this draft
 
     @property
     def is_open(self) -> bool:
@@ -54,6 +55,8 @@ class ReportRow:
     superseded_by: int | None
     is_ai_corrected: bool
     signed_at: dt.datetime | None
+    amend_reason: str | None = None
+    content_hash: str | None = None
 
     @property
     def is_current(self) -> bool:
@@ -73,6 +76,7 @@ def _draft(d: ReportDraft, author: str) -> DraftRow:
         d.status,
         d.report_id,
         d.updated_at,
+        d.version,
     )
 
 
@@ -124,6 +128,8 @@ def report_versions(db: Database, scan_id: str) -> list[ReportRow]:
                 newer.get(r.id),
                 r.is_ai_corrected,
                 r.signed_at,
+                r.amend_reason,
+                r.content_hash,
             )
             for r, author in rows
         ]

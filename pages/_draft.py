@@ -32,12 +32,12 @@ def _flash(kind: str, message: str) -> None:
     st.session_state[FLASH] = (kind, message)
 
 
-def _load(scan_id: str, texts: dict[str, str], *, draft_id: int | None, saved: bool) -> None:
+def _load(scan_id: str, texts: dict[str, str], *, draft_id: int | None, saved: bool, version: int = 0) -> None:
     key = state_key(scan_id)
     for s in SECTIONS:
         st.session_state[f"{key}:{s}"] = texts[s]
     st.session_state[f"{key}:confirm"] = False
-    st.session_state[key] = {"draft_id": draft_id, "saved": dict(texts) if saved else None}
+    st.session_state[key] = {"draft_id": draft_id, "saved": dict(texts) if saved else None, "version": version}
 
 
 def generate(rt: Runtime, scan_id: str) -> None:
@@ -57,7 +57,7 @@ def generate(rt: Runtime, scan_id: str) -> None:
 def open_saved(draft: DraftRow) -> None:
     """Put a saved draft into the editor."""
     texts = {"findings": draft.findings, "impression": draft.impression, "recommendations": draft.recommendations}
-    _load(draft.scan_id, texts, draft_id=draft.id, saved=True)
+    _load(draft.scan_id, texts, draft_id=draft.id, saved=True, version=draft.version)
 
 
 def _current(key: str) -> dict[str, str]:
@@ -69,11 +69,13 @@ def _save(rt: Runtime, user: CurrentUser, scan_id: str, state: dict[str, Any]) -
 
     texts = _current(state_key(scan_id))
     try:
-        state["draft_id"] = save_draft(rt.db, scan_id, user.id, DraftText(**texts), draft_id=state["draft_id"])
-    except CasebookError as exc:
+        state["draft_id"] = save_draft(
+            rt.db, scan_id, user.id, DraftText(**texts), draft_id=state["draft_id"], expected_version=state["version"]
+        )
+    except CasebookError as exc:  # a stale edit (ConflictError) keeps the doctor's text in the editor
         _flash("error", f"Could not save the draft: {exc}. {exc.hint}")
         return
-    state["saved"] = texts
+    state["saved"], state["version"] = texts, state["version"] + 1  # a new draft is version 1
     _flash("success", f"Saved draft #{state['draft_id']}.")
 
 
@@ -81,7 +83,7 @@ def _sign(rt: Runtime, user: CurrentUser, scan_id: str, state: dict[str, Any]) -
     from core.answer.drafts import sign_draft
 
     try:
-        report_id = sign_draft(rt.db, state["draft_id"], user.id)
+        report_id = sign_draft(rt.db, state["draft_id"], user.id, expected_version=state["version"])
     except CasebookError as exc:
         _flash("error", f"Could not sign the report: {exc}. {exc.hint}")
         return

@@ -62,6 +62,7 @@ def amend(report: ReportRow) -> None:
             st.session_state[f"{k}:findings"],
             st.session_state[f"{k}:impression"],
             st.session_state[f"{k}:recommendations"],
+            reason=st.session_state.get(f"{k}:reason", ""),
         )
     except CasebookError as exc:
         st.session_state["amend_flash"] = ("error", f"Could not amend: {exc}. {exc.hint}")
@@ -81,5 +82,10 @@ if current is not None:
         st.text_area("FINDINGS", current.findings, key=f"{k}:findings")
         st.text_area("IMPRESSION", current.impression, key=f"{k}:impression")
         st.text_area("RECOMMENDATIONS", current.recommendations, key=f"{k}:recommendations")
+        st.text_input(
+            "Reason for the amendment",
+            key=f"{k}:reason",
+            help="Required. Stored with the new version; the text must also change.",
+        )
         sure = st.checkbox("I sign this amendment", key=f"{k}:confirm")
         st.button("Sign amendment", key=f"{k}:sign", disabled=not sure, on_click=amend, args=(current,))

@@ -88,6 +88,7 @@ def test_report_draft_lists_edits_signs_and_amends(fresh: Runtime, monkeypatch: 
         sign_id = report.id
     assert report.findings.startswith("Large left pneumothorax")
     at.text_area(key=f"amend-{sign_id}:impression").input("Tension pneumothorax, decompressed.").run()
+    at.text_input(key=f"amend-{sign_id}:reason").input("Decompression recorded after signing.").run()
     at.checkbox(key=f"amend-{sign_id}:confirm").check().run()
     at.button(key=f"amend-{sign_id}:sign").click().run()
     assert not at.exception and "Signed amended report" in texts(at)

@@ -122,13 +122,14 @@ def test_signed_report_is_immutable(rw: Runtime) -> None:
 def test_drafts_save_update_sign_amend(rw: Runtime) -> None:
     sid, doc = scan_of(rw, "imran.khan"), _doctor(rw)
     draft_id = save_draft(rw.db, sid, doc, DraftText("Findings A.", "Impression A.", "Rec A."))
-    assert save_draft(rw.db, sid, doc, DraftText("Findings B.", "Impression B.", ""), draft_id=draft_id) == draft_id
+    saved = save_draft(rw.db, sid, doc, DraftText("Findings B.", "Impression B.", ""), draft_id=draft_id, expected_version=1)
+    assert saved == draft_id
     report_id = sign_draft(rw.db, draft_id, doc)
     with pytest.raises(ImmutableRecordError):
-        save_draft(rw.db, sid, doc, DraftText("C.", "C.", ""), draft_id=draft_id)
+        save_draft(rw.db, sid, doc, DraftText("C.", "C.", ""), draft_id=draft_id, expected_version=2)
     with pytest.raises(ImmutableRecordError):
         sign_draft(rw.db, draft_id, doc)
-    new_id = amend_report(rw.db, report_id, doc, "Findings D.", "Impression D.", "")
+    new_id = amend_report(rw.db, report_id, doc, "Findings D.", "Impression D.", "", reason="Corrected side")
     with rw.db.read_only() as s:
         old, new = s.get(Report, report_id), s.get(Report, new_id)
         assert old is not None and new is not None
@@ -136,7 +137,7 @@ def test_drafts_save_update_sign_amend(rw: Runtime) -> None:
         row = s.get(ReportDraft, draft_id)
         assert row is not None and row.status == "signed" and row.report_id == report_id
     with pytest.raises(NotFoundError):
-        save_draft(rw.db, sid, doc, DraftText("x", "y", ""), draft_id=10**9)
+        save_draft(rw.db, sid, doc, DraftText("x", "y", ""), draft_id=10**9, expected_version=1)
 
 
 def test_history_records_both_sides(rw: Runtime) -> None:

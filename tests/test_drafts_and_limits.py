@@ -17,7 +17,7 @@ from sqlalchemy import func, select
 from core.answer.drafts import DraftText, amend_report, generate_report_draft, save_draft, sign_draft
 from core.answer.records import check_rate_limit
 from core.answer.rules import forbidden_reason
-from core.errors import ImmutableRecordError, InvalidInputError, RateLimitedError
+from core.errors import ConflictError, ImmutableRecordError, InvalidInputError, RateLimitedError
 from core.runtime import Runtime
 from core.settings import REPO_ROOT
 from core.store.db import Database
@@ -55,7 +55,7 @@ def test_save_sign_and_amend(fresh: Runtime) -> None:
     draft = generate_report_draft(fresh, sid)
     draft_id = save_draft(fresh.db, sid, doc, draft)
     edited = DraftText("Large left pneumothorax with mediastinal shift.", draft.impression, draft.recommendations)
-    assert save_draft(fresh.db, sid, doc, edited, draft_id=draft_id) == draft_id
+    assert save_draft(fresh.db, sid, doc, edited, draft_id=draft_id, expected_version=1) == draft_id
     report_id = sign_draft(fresh.db, draft_id, doc)
     with fresh.db.read_only() as s:
         report = s.get(Report, report_id)
@@ -65,14 +65,16 @@ def test_save_sign_and_amend(fresh: Runtime) -> None:
     with pytest.raises(ImmutableRecordError):
         sign_draft(fresh.db, draft_id, doc)
     with pytest.raises(ImmutableRecordError):
-        save_draft(fresh.db, sid, doc, edited, draft_id=draft_id)
-    new_id = amend_report(fresh.db, report_id, doc, "Amended findings.", "Amended impression.", "Follow-up.")
+        save_draft(fresh.db, sid, doc, edited, draft_id=draft_id, expected_version=2)
+    new_id = amend_report(
+        fresh.db, report_id, doc, "Amended findings.", "Amended impression.", "Follow-up.", reason="Typo"
+    )
     with fresh.db.read_only() as s:
         old, new = s.get(Report, report_id), s.get(Report, new_id)
         assert old is not None and new is not None
         assert old.findings.startswith("Large left") and new.version == 2 and new.supersedes_id == report_id
-    with pytest.raises(ImmutableRecordError):
-        amend_report(fresh.db, report_id, doc, "again", "again", "")
+    with pytest.raises(ConflictError):  # version 1 was amended already: amend the current version
+        amend_report(fresh.db, report_id, doc, "again", "again", "", reason="Second thoughts")
 
 
 def test_empty_draft_is_refused(fresh: Runtime) -> None:

@@ -33,7 +33,7 @@ def test_report_versions_link_amendments(fresh: Runtime) -> None:
     scan = scan_of(fresh, "imran.khan")
     assert report_versions(fresh.db, scan) == []
     v1 = sign_draft(fresh.db, save_draft(fresh.db, scan, doctor, DraftText("f", "i", "r")), doctor)
-    v2 = amend_report(fresh.db, v1, doctor, "f2", "i2", "r2")
+    v2 = amend_report(fresh.db, v1, doctor, "f2", "i2", "r2", reason="Clarified")
     rows = report_versions(fresh.db, scan)
     assert [(r.id, r.version) for r in rows] == [(v2, 2), (v1, 1)]
     assert rows[0].is_current and rows[0].supersedes_id == v1

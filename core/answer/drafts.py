@@ -3,7 +3,8 @@
 ``generate_report_draft`` never writes. ``save_draft`` creates or updates a
 ``report_drafts`` row; ``sign_draft`` turns a saved draft into a signed report;
 ``amend_report`` creates a new version that supersedes a signed report, which
-itself never changes.
+itself never changes. Those three live in :mod:`core.answer.draft_store`
+(ownership, versions, locks and audit) and are re-exported here.
 """
 
 from __future__ import annotations
@@ -12,19 +13,16 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from sqlalchemy import select
-
+from core.answer.draft_store import amend_report, save_draft, sign_draft
 from core.answer.guard import enforce
 from core.answer.prompt import draft_messages, prompt_hash
 from core.answer.records import audit
 from core.answer.rules import forbidden_reason
 from core.cases import build_context_bundle
 from core.contracts import NO_COMPARABLE_CASES, BundleResult
-from core.errors import CasebookError, ImmutableRecordError, InvalidInputError, NotFoundError
+from core.errors import CasebookError
 from core.llm.base import LLM, Message
 from core.runtime import Runtime
-from core.store.db import Database
-from core.store.models import Report, ReportDraft, User, utcnow
 
 __all__ = ["DraftText", "amend_report", "generate_report_draft", "save_draft", "sign_draft"]
 
@@ -118,86 +116,3 @@ def _audit_draft(
         prompt_hash=prompt_hash(messages),
         outcome=outcome,
     )
-
-
-def _doctor(db: Database, doctor_id: int) -> None:
-    with db.read_only() as s:
-        user = s.get(User, doctor_id)
-        if user is None or user.role != "doctor":
-            raise NotFoundError(f"No doctor with id {doctor_id}")
-
-
-def save_draft(
-    db: Database, scan_id: str, author_id: int, draft: DraftText, *, draft_id: int | None = None, from_ai: bool = True
-) -> int:
-    """Create (or update an open) draft row on the doctor's explicit Save. Returns the draft id."""
-    _doctor(db, author_id)
-    if not (draft.findings.strip() and draft.impression.strip()):
-        raise InvalidInputError("A draft needs findings and an impression")
-    with db.session() as s:
-        if draft_id is None:
-            row = ReportDraft(scan_id=scan_id, author_id=author_id, from_ai=from_ai)
-            s.add(row)
-        else:
-            found = s.get(ReportDraft, draft_id)
-            if found is None:
-                raise NotFoundError(f"No draft {draft_id}")
-            if found.status != "open":
-                raise ImmutableRecordError(f"Draft {draft_id} was signed; amend the report instead")
-            row = found
-        row.findings, row.impression, row.recommendations = draft.findings, draft.impression, draft.recommendations
-        row.updated_at = utcnow()
-        s.flush()
-        return row.id
-
-
-def sign_draft(db: Database, draft_id: int, doctor_id: int) -> int:
-    """Sign a saved draft: creates the immutable report and closes the draft. Returns the report id."""
-    _doctor(db, doctor_id)
-    with db.session() as s:
-        draft = s.get(ReportDraft, draft_id)
-        if draft is None:
-            raise NotFoundError(f"No draft {draft_id}")
-        if draft.status != "open":
-            raise ImmutableRecordError(f"Draft {draft_id} is already signed")
-        report = Report(
-            scan_id=draft.scan_id,
-            author_id=doctor_id,
-            findings=draft.findings,
-            impression=draft.impression,
-            recommendations=draft.recommendations,
-            is_ai_corrected=draft.from_ai,
-            signed_at=utcnow(),
-        )
-        s.add(report)
-        s.flush()
-        draft.status, draft.report_id = "signed", report.id
-        return report.id
-
-
-def amend_report(
-    db: Database, report_id: int, doctor_id: int, findings: str, impression: str, recommendations: str
-) -> int:
-    """A signed new version superseding ``report_id``; the original stays unchanged."""
-    _doctor(db, doctor_id)
-    with db.session() as s:
-        old = s.get(Report, report_id)
-        if old is None:
-            raise NotFoundError(f"No report {report_id}")
-        newer = s.scalar(select(Report.id).where(Report.supersedes_id == report_id))
-        if newer is not None:
-            raise ImmutableRecordError(f"Report {report_id} was already amended by report {newer}")
-        new = Report(
-            scan_id=old.scan_id,
-            author_id=doctor_id,
-            findings=findings,
-            impression=impression,
-            recommendations=recommendations,
-            is_ai_corrected=old.is_ai_corrected,
-            version=old.version + 1,
-            supersedes_id=old.id,
-            signed_at=utcnow(),
-        )
-        s.add(new)
-        s.flush()
-        return new.id

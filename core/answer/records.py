@@ -14,7 +14,7 @@ from sqlalchemy import delete, func, select
 from core.contracts import AskAnswer
 from core.errors import RateLimitedError
 from core.store.db import Database
-from core.store.models import AuditLog, Conversation, Message, User
+from core.store.models import Conversation, Message, User
 
 __all__ = ["audit", "check_rate_limit", "history", "record_exchange"]
 
@@ -113,16 +113,12 @@ def audit(
     outcome: str,
     detail: dict[str, Any] | None = None,
 ) -> None:
-    """Append one audit record: who, which scan (opaque id), backend, prompt hash, outcome. Never PHI."""
-    with db.session() as s:
-        s.add(
-            AuditLog(
-                actor_id=actor_id,
-                action=action,
-                scan_ref=scan_ref,
-                backend=backend,
-                prompt_hash=prompt_hash,
-                outcome=outcome,
-                detail=detail or {},
-            )
-        )
+    """Append one chained audit record (see :mod:`core.audit`): who, which scan, backend, prompt hash, outcome.
+
+    Kept for existing callers; free text in ``detail`` is stored only as its sha256.
+    """
+    from core import audit as audit_log
+
+    audit_log.record(
+        db, action, actor_id, scan_ref, outcome=outcome, backend=backend, prompt_hash=prompt_hash, **(detail or {})
+    )

@@ -21,12 +21,13 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event, inspect
+from sqlalchemy import Engine, create_engine, event, inspect, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 from core.errors import ImmutableRecordError, ReadOnlyViolationError
+from core.store.integrity import report_hash
 from core.store.models import Report
 
 __all__ = ["Database"]
@@ -34,6 +35,9 @@ __all__ = ["Database"]
 log = logging.getLogger(__name__)
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 _PG_READ_ONLY_SQL_TRANSACTION = "25006"  # SQLSTATE; psycopg raises it as errors.ReadOnlySqlTransaction
+_PG_IMMUTABLE = "CB001"  # SQLSTATE raised by the record triggers of migration 0003
+_SQLITE_CONSTRAINT_TRIGGER = 1811  # extended code of RAISE(ABORT, ...) in a trigger
+_IMMUTABLE_PREFIX = "casebook-immutable"
 
 
 def _sqlite_pragmas(busy_timeout_s: float, query_only: bool) -> Any:
@@ -58,6 +62,40 @@ def _is_read_only_refusal(exc: DBAPIError) -> bool:
     # psycopg names the code ``sqlstate``, psycopg2 ``pgcode``
     code = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
     return code == _PG_READ_ONLY_SQL_TRANSACTION
+
+
+def _is_immutable_refusal(exc: DBAPIError) -> bool:
+    """Whether a record trigger refused the statement (signed report or audit row), by code."""
+    orig = exc.orig
+    if isinstance(orig, sqlite3.Error):
+        code = int(getattr(orig, "sqlite_errorcode", 0) or 0)
+        return code == _SQLITE_CONSTRAINT_TRIGGER and str(orig).startswith(_IMMUTABLE_PREFIX)
+    return (getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)) == _PG_IMMUTABLE
+
+
+def _seal_report(_mapper: Any, connection: Any, target: Report) -> None:
+    """Store the sha256 of a signed version (chained to the version it supersedes) as it is inserted."""
+    if target.signed_at is None or target.content_hash is not None:
+        return
+    prev = None
+    if target.supersedes_id is not None:
+        prev = connection.scalar(select(Report.content_hash).where(Report.id == target.supersedes_id))
+    target.content_hash = report_hash(
+        scan_id=target.scan_id,
+        author_id=target.author_id,
+        findings=target.findings,
+        impression=target.impression,
+        recommendations=target.recommendations or "",
+        is_ai_corrected=bool(target.is_ai_corrected),
+        version=target.version or 1,
+        supersedes_id=target.supersedes_id,
+        signed_at=target.signed_at,
+        amend_reason=target.amend_reason,
+        prev_hash=prev,
+    )
+
+
+event.listen(Report, "before_insert", _seal_report)
 
 
 def _refuse_flush(session: Session, _ctx: Any, _instances: Any) -> None:
@@ -130,6 +168,11 @@ class Database:
             try:
                 yield s
                 s.commit()
+            except DBAPIError as exc:
+                s.rollback()
+                if _is_immutable_refusal(exc):  # a trigger of migration 0003 said no
+                    raise ImmutableRecordError(f"The database refused to change a signed record: {exc.orig}") from exc
+                raise
             except BaseException:
                 s.rollback()
                 raise

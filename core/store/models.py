@@ -34,11 +34,13 @@ __all__ = [
     "EMBEDDING_DIM",
     "SEVERITIES",
     "Anatomy",
+    "AuditHead",
     "AuditLog",
     "Base",
     "Conversation",
     "EmbeddingType",
     "HistoricalCase",
+    "LoginAttempt",
     "Message",
     "PatientContext",
     "RateLimitHit",
@@ -46,6 +48,7 @@ __all__ = [
     "ReportDraft",
     "Scan",
     "User",
+    "UserSession",
     "utcnow",
     "validate_embedding",
 ]
@@ -180,6 +183,8 @@ class Report(Base):
     """A signed report. Immutable once ``signed_at`` is set; amendments are new versions."""
 
     __tablename__ = "reports"
+    # one amendment per version: a second version 2 of the same report is refused by the database
+    __table_args__ = (Index("uq_reports_supersedes", "supersedes_id", unique=True),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     scan_id: Mapped[str] = mapped_column(ForeignKey("scans.id"), index=True)
@@ -191,6 +196,9 @@ class Report(Base):
     version: Mapped[int] = mapped_column(Integer, default=1)
     supersedes_id: Mapped[int | None] = mapped_column(ForeignKey("reports.id"), default=None)
     signed_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), default=None)
+    # sha256 over content, signer, time and the superseded version's hash (core.store.integrity)
+    content_hash: Mapped[str | None] = mapped_column(String(64), default=None)
+    amend_reason: Mapped[str | None] = mapped_column(Text, default=None)
 
 
 class ReportDraft(Base):
@@ -209,6 +217,7 @@ class ReportDraft(Base):
     report_id: Mapped[int | None] = mapped_column(ForeignKey("reports.id"), default=None)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    version: Mapped[int] = mapped_column(Integer, default=1)  # optimistic lock: a stale edit is a conflict
 
 
 class Conversation(Base):
@@ -253,6 +262,7 @@ class AuditLog(Base):
     """Who did what with which (opaque) scan. Never holds PHI or prompt text."""
 
     __tablename__ = "audit_log"
+    __table_args__ = (Index("uq_audit_log_seq", "seq", unique=True),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
@@ -263,3 +273,43 @@ class AuditLog(Base):
     prompt_hash: Mapped[str | None] = mapped_column(String(64), default=None)
     outcome: Mapped[str] = mapped_column(String(40))
     detail: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    # hash chain (core.audit): row_hash = sha256(prev_hash + the row's canonical JSON)
+    seq: Mapped[int | None] = mapped_column(Integer, default=None)
+    prev_hash: Mapped[str | None] = mapped_column(String(64), default=None)
+    row_hash: Mapped[str | None] = mapped_column(String(64), default=None)
+
+
+class AuditHead(Base):
+    """The single row naming the audit chain's last sequence number and hash; writers lock it."""
+
+    __tablename__ = "audit_head"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    seq: Mapped[int] = mapped_column(Integer, default=0)
+    last_hash: Mapped[str] = mapped_column(String(64))
+
+
+class LoginAttempt(Base):
+    """One log-in attempt against an account or from a source, both as sha256 keys (never the name)."""
+
+    __tablename__ = "login_attempts"
+    __table_args__ = (Index("ix_login_attempts_key_at", "key_hash", "at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    key_hash: Mapped[str] = mapped_column(String(64))
+    status: Mapped[str] = mapped_column(String(8))  # pending, failed, ok, locked
+    at: Mapped[float] = mapped_column(Float)
+
+
+class UserSession(Base):
+    """A server-side log-in session; the browser holds the token, the database only its sha256."""
+
+    __tablename__ = "user_sessions"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
+    created_at: Mapped[float] = mapped_column(Float)
+    last_seen_at: Mapped[float] = mapped_column(Float)
+    expires_at: Mapped[float] = mapped_column(Float)
+    revoked_at: Mapped[float | None] = mapped_column(Float, default=None)

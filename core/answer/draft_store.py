@@ -1,0 +1,222 @@
+"""Saving, signing and amending reports: the only writes of the report workflow.
+
+Each write checks in ``core`` what a page might forget, in one transaction
+with its audit row:
+
+- a draft is changed only by its author, on its own scan, while it is open,
+  and only from the version the author last saw (``expected_version``): a
+  stale edit raises :class:`ConflictError` carrying the current text;
+- signing claims the open draft with one conditional UPDATE, so two signers
+  cannot both turn it into a report;
+- an amendment must change the text and give a reason; it locks the report it
+  supersedes (PostgreSQL ``SELECT ... FOR UPDATE``), and the unique index on
+  ``supersedes_id`` refuses a second version 2 on both databases, so
+  concurrent amendments give one new version and clear conflicts.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import select, update
+from sqlalchemy.exc import IntegrityError
+
+from core import audit
+from core.errors import AccessDeniedError, ConflictError, ImmutableRecordError, InvalidInputError, NotFoundError
+from core.store.db import Database
+from core.store.models import Report, ReportDraft, User, utcnow
+
+if TYPE_CHECKING:
+    from core.answer.drafts import DraftText
+
+__all__ = ["amend_report", "save_draft", "sign_draft"]
+
+
+def _doctor(db: Database, doctor_id: int) -> None:
+    with db.read_only() as s:
+        user = s.get(User, doctor_id)
+        if user is None or user.role != "doctor":
+            raise NotFoundError(f"No doctor with id {doctor_id}")
+
+
+def _texts(row: ReportDraft | Report) -> dict[str, Any]:
+    return {
+        "findings": row.findings,
+        "impression": row.impression,
+        "recommendations": row.recommendations,
+        "version": row.version,
+    }
+
+
+def _refusal(db: Database, draft_id: int, scan_id: str | None, author_id: int, expected: int | None) -> Exception:
+    """Why a conditional draft update matched no row, as the error to raise."""
+    with db.read_only() as s:
+        row = s.get(ReportDraft, draft_id)
+        if row is None:
+            return NotFoundError(f"No draft {draft_id}")
+        if scan_id is not None and row.scan_id != scan_id:
+            return InvalidInputError(f"Draft {draft_id} belongs to another scan; open it from its own scan")
+        if row.author_id != author_id:
+            return AccessDeniedError(f"Draft {draft_id} belongs to another doctor")
+        if row.status != "open":
+            return ImmutableRecordError(f"Draft {draft_id} was signed; amend the report instead")
+        return ConflictError(
+            f"Draft {draft_id} was changed elsewhere (now version {row.version}, you edited version {expected})",
+            current=_texts(row),
+        )
+
+
+def save_draft(
+    db: Database,
+    scan_id: str,
+    author_id: int,
+    draft: DraftText,
+    *,
+    draft_id: int | None = None,
+    expected_version: int | None = None,
+    from_ai: bool = True,
+) -> int:
+    """Create a draft, or update an open one of the author's from ``expected_version``; returns the draft id.
+
+    A new draft has version 1; a successful update makes it ``expected_version + 1``.
+    """
+    _doctor(db, author_id)
+    if not (draft.findings.strip() and draft.impression.strip()):
+        raise InvalidInputError("A draft needs findings and an impression")
+    if draft_id is not None and expected_version is None:
+        raise InvalidInputError("Updating a draft needs the version it was edited from (expected_version)")
+    with db.session() as s:
+        if draft_id is None:
+            row = ReportDraft(
+                scan_id=scan_id,
+                author_id=author_id,
+                from_ai=from_ai,
+                findings=draft.findings,
+                impression=draft.impression,
+                recommendations=draft.recommendations,
+                version=1,
+            )
+            s.add(row)
+            s.flush()
+            audit.record_in(s, audit.DRAFT_SAVE, author_id, scan_id, draft_id=row.id, version=1)
+            return row.id
+        done = s.execute(
+            update(ReportDraft)
+            .where(
+                ReportDraft.id == draft_id,
+                ReportDraft.scan_id == scan_id,
+                ReportDraft.author_id == author_id,
+                ReportDraft.status == "open",
+                ReportDraft.version == expected_version,
+            )
+            .values(
+                findings=draft.findings,
+                impression=draft.impression,
+                recommendations=draft.recommendations,
+                updated_at=utcnow(),
+                version=ReportDraft.version + 1,
+            )
+            .execution_options(synchronize_session=False)
+        )
+        if done.rowcount != 1:  # type: ignore[attr-defined]  # a CursorResult for an UPDATE
+            s.rollback()
+            raise _refusal(db, draft_id, scan_id, author_id, expected_version)
+        assert expected_version is not None
+        audit.record_in(s, audit.DRAFT_SAVE, author_id, scan_id, draft_id=draft_id, version=expected_version + 1)
+        return draft_id
+
+
+def sign_draft(db: Database, draft_id: int, doctor_id: int, *, expected_version: int | None = None) -> int:
+    """Sign the author's open draft (from ``expected_version`` when given) into an immutable report; returns its id."""
+    _doctor(db, doctor_id)
+    with db.session() as s:
+        cond = [ReportDraft.id == draft_id, ReportDraft.author_id == doctor_id, ReportDraft.status == "open"]
+        if expected_version is not None:
+            cond.append(ReportDraft.version == expected_version)
+        claimed = s.execute(
+            update(ReportDraft).where(*cond).values(status="signed").execution_options(synchronize_session=False)
+        )
+        if claimed.rowcount != 1:  # type: ignore[attr-defined]
+            s.rollback()
+            err = _refusal(db, draft_id, None, doctor_id, expected_version)
+            if isinstance(err, ImmutableRecordError):
+                err = ImmutableRecordError(f"Draft {draft_id} is already signed")
+            raise err
+        draft = s.scalars(
+            select(ReportDraft).where(ReportDraft.id == draft_id).execution_options(populate_existing=True)
+        ).one()
+        report = Report(
+            scan_id=draft.scan_id,
+            author_id=doctor_id,
+            findings=draft.findings,
+            impression=draft.impression,
+            recommendations=draft.recommendations,
+            is_ai_corrected=draft.from_ai,
+            version=1,
+            signed_at=utcnow(),
+        )
+        s.add(report)
+        s.flush()
+        draft.report_id = report.id
+        audit.record_in(
+            s, audit.DRAFT_SIGN, doctor_id, draft.scan_id, draft_id=draft_id, report_id=report.id,
+            content_hash=report.content_hash,
+        )  # fmt: skip
+        return report.id
+
+
+def amend_report(
+    db: Database,
+    report_id: int,
+    doctor_id: int,
+    findings: str,
+    impression: str,
+    recommendations: str,
+    *,
+    reason: str,
+) -> int:
+    """A signed new version superseding ``report_id`` (which never changes); returns its id.
+
+    The text must differ from the amended version and ``reason`` must say why
+    (it is stored with the version). Amending a version that was already
+    amended raises :class:`ConflictError` naming the newer one.
+    """
+    _doctor(db, doctor_id)
+    if not (findings.strip() and impression.strip()):
+        raise InvalidInputError("An amendment needs findings and an impression")
+    if not (reason or "").strip():
+        raise InvalidInputError("An amendment needs a reason", hint="Say why the signed report is being amended.")
+    with db.session() as s:
+        old = s.scalars(select(Report).where(Report.id == report_id).with_for_update()).first()
+        if old is None:
+            raise NotFoundError(f"No report {report_id}")
+        newer = s.scalar(select(Report.id).where(Report.supersedes_id == report_id))
+        if newer is not None:
+            raise ConflictError(f"Report {report_id} was already amended by report {newer}; amend that version")
+        before = (old.findings.strip(), old.impression.strip(), (old.recommendations or "").strip())
+        if before == (findings.strip(), impression.strip(), recommendations.strip()):
+            raise InvalidInputError("An amendment must change the text of the report")
+        new = Report(
+            scan_id=old.scan_id,
+            author_id=doctor_id,
+            findings=findings,
+            impression=impression,
+            recommendations=recommendations,
+            is_ai_corrected=old.is_ai_corrected,
+            version=old.version + 1,
+            supersedes_id=old.id,
+            signed_at=utcnow(),
+            amend_reason=reason.strip(),
+        )
+        s.add(new)
+        try:
+            s.flush()
+        except IntegrityError as exc:  # the unique index on supersedes_id: another amendment won
+            raise ConflictError(
+                f"Report {report_id} was amended by someone else at the same time; amend the current version"
+            ) from exc
+        audit.record_in(
+            s, audit.REPORT_AMEND, doctor_id, old.scan_id, report_id=new.id, supersedes_id=old.id,
+            version=new.version, content_hash=new.content_hash,
+        )  # fmt: skip
+        return new.id
