@@ -28,6 +28,8 @@ _AREAS = (
     "core.kb.cli",
     "core.guideline.cli",
     "core.selfrag.cli",
+    "core.imaging.cli",
+    "core.store.cli",
 )
 
 Handler = Callable[[argparse.Namespace], int]

@@ -1,4 +1,4 @@
-"""Read models for the report pages: a scan's saved drafts and its signed report versions.
+"""Read models for the report pages: a scan's saved drafts, its signed report versions, and their verification.
 
 Writes stay in :mod:`core.answer.drafts` (``save_draft``, ``sign_draft``,
 ``amend_report``); this module only reads, through the read-only engine.
@@ -7,15 +7,24 @@ Writes stay in :mod:`core.answer.drafts` (``save_draft``, ``sign_draft``,
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlalchemy import select
 
 from core.errors import NotFoundError
 from core.store.db import Database
+from core.store.integrity import report_hash
 from core.store.models import Report, ReportDraft, User
 
-__all__ = ["DraftRow", "ReportRow", "get_draft", "list_drafts", "report_versions"]
+__all__ = [
+    "DraftRow",
+    "ReportRow",
+    "ReportVerification",
+    "get_draft",
+    "list_drafts",
+    "report_versions",
+    "verify_reports",
+]
 
 
 @dataclass(frozen=True)
@@ -133,3 +142,60 @@ def report_versions(db: Database, scan_id: str) -> list[ReportRow]:
             )
             for r, author in rows
         ]
+
+
+@dataclass
+class ReportVerification:
+    """The result of :func:`verify_reports`: versions checked, chains seen and every problem found."""
+
+    checked: int = 0
+    chains: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when every signed version and every amendment chain verifies."""
+        return not self.problems
+
+    def as_dict(self) -> dict[str, object]:
+        """A JSON-ready summary."""
+        return {"ok": self.ok, "checked": self.checked, "chains": self.chains, "problems": self.problems}
+
+
+def verify_reports(db: Database, *, max_problems: int = 50) -> ReportVerification:
+    """Recompute every signed version's sha256 and check each amendment chain (same scan, versions 1, 2, ...)."""
+    out = ReportVerification()
+
+    def problem(text: str) -> None:
+        if len(out.problems) < max_problems:
+            out.problems.append(text)
+
+    with db.read_only() as s:
+        rows = {r.id: r for r in s.scalars(select(Report).where(Report.signed_at.is_not(None)).order_by(Report.id))}
+    for r in rows.values():
+        out.checked += 1
+        prev = rows.get(r.supersedes_id) if r.supersedes_id is not None else None
+        if r.supersedes_id is None:
+            out.chains += 1
+            if r.version != 1:
+                problem(f"report {r.id}: version {r.version} supersedes nothing")
+        elif prev is None:
+            problem(f"report {r.id}: supersedes report {r.supersedes_id}, which is missing or unsigned")
+        elif prev.scan_id != r.scan_id or r.version != prev.version + 1:
+            problem(f"report {r.id}: does not continue report {prev.id} (scan or version differs)")
+        expected = report_hash(
+            scan_id=r.scan_id,
+            author_id=r.author_id,
+            findings=r.findings,
+            impression=r.impression,
+            recommendations=r.recommendations,
+            is_ai_corrected=r.is_ai_corrected,
+            version=r.version,
+            supersedes_id=r.supersedes_id,
+            signed_at=r.signed_at,
+            amend_reason=r.amend_reason,
+            prev_hash=prev.content_hash if prev is not None else None,
+        )
+        if r.content_hash != expected:
+            problem(f"report {r.id}: content hash does not match its content, signer and time")
+    return out

@@ -1,0 +1,251 @@
+"""Hostile checks of the record guards, each run on SQLite and on PostgreSQL (issue 15, Records).
+
+A signed report must not change by any route (ORM, bulk statement, raw SQL, a
+bare connection, TRUNCATE), concurrent amendments must not fork a chain,
+concurrent draft edits must not be lost silently, and one doctor must not
+overwrite another's draft. Tampering that bypasses the triggers is caught by
+``verify_reports``. Concurrency uses real processes (``spawn``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import delete, func, insert, select, text, update
+from sqlalchemy.exc import DBAPIError, IntegrityError
+
+from core.answer.drafts import DraftText, amend_report, save_draft, sign_draft
+from core.errors import AccessDeniedError, ConflictError, ImmutableRecordError, InvalidInputError
+from core.reports import verify_reports
+from core.runtime import Runtime
+from core.store.db import Database
+from core.store.models import Report, ReportDraft, User
+from tests.backends import backend_params, pg_cluster, pg_tpl, writable_runtime  # noqa: F401
+from tests.conftest import scan_of
+
+
+@pytest.fixture(scope="module", params=backend_params())
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture()
+def rw(backend: str, request: pytest.FixtureRequest, demo_root: Path, tmp_path: Path) -> Iterator[Runtime]:
+    rt = writable_runtime(backend, request, demo_root, tmp_path)
+    yield rt
+    rt.db.dispose()
+
+
+def _user(rt: Runtime, username: str) -> int:
+    with rt.db.read_only() as s:
+        return int(s.scalar(select(User.id).where(User.username == username)) or 0)
+
+
+def _signed(rt: Runtime) -> tuple[int, str]:
+    """A fresh signed report on imran.khan's scan: (id, findings)."""
+    doc = _user(rt, "dr.chen")
+    draft = save_draft(rt.db, scan_of(rt, "imran.khan"), doc, DraftText("Left pneumothorax.", "Pneumothorax.", ""))
+    return sign_draft(rt.db, draft, doc), "Left pneumothorax."
+
+
+def _findings(rt: Runtime, rid: int) -> str | None:
+    with rt.db.read_only() as s:
+        return s.scalar(select(Report.findings).where(Report.id == rid))
+
+
+# -- a signed report cannot change by any route ------------------------------------------------------
+def test_raw_sql_update_of_a_signed_report_is_refused(rw: Runtime) -> None:
+    rid, original = _signed(rw)
+    with pytest.raises(ImmutableRecordError), rw.db.session() as s:
+        s.execute(text("UPDATE reports SET impression = 'rewritten', signed_at = '2020-01-01' WHERE id = :i"), {"i": rid})
+    assert _findings(rw, rid) == original
+
+
+def test_bulk_orm_update_and_delete_are_refused(rw: Runtime) -> None:
+    rid, original = _signed(rw)
+    with pytest.raises(ImmutableRecordError), rw.db.session() as s:
+        s.execute(update(Report).where(Report.id == rid).values(findings="bulk rewrite"))
+    with pytest.raises(ImmutableRecordError), rw.db.session() as s:
+        s.execute(delete(Report).where(Report.id == rid))
+    with pytest.raises(ImmutableRecordError), rw.db.session() as s:
+        s.execute(text("DELETE FROM reports"))
+    assert _findings(rw, rid) == original
+
+
+def test_a_bare_connection_meets_the_trigger_too(rw: Runtime) -> None:
+    rid, original = _signed(rw)
+    # no Session, no ORM guard: only the database's trigger stands in the way
+    with pytest.raises(DBAPIError), rw.db.engine.begin() as c:
+        c.execute(text("UPDATE reports SET findings = 'bare' WHERE id = :i"), {"i": rid})
+    with pytest.raises(DBAPIError), rw.db.engine.begin() as c:
+        c.execute(text("DELETE FROM reports WHERE id = :i"), {"i": rid})
+    assert _findings(rw, rid) == original
+
+
+def test_truncate_of_reports_is_refused_on_postgres(rw: Runtime, backend: str) -> None:
+    if backend != "postgres":
+        pytest.skip("SQLite has no TRUNCATE; DELETE FROM is covered above")
+    rid, original = _signed(rw)
+    with pytest.raises(ImmutableRecordError), rw.db.session() as s:
+        s.execute(text("TRUNCATE reports CASCADE"))
+    assert _findings(rw, rid) == original
+
+
+def test_a_second_version_two_is_refused_by_the_unique_index(rw: Runtime) -> None:
+    rid, _ = _signed(rw)
+    doc = _user(rw, "dr.chen")
+    amend_report(rw.db, rid, doc, "Findings v2.", "Impression v2.", "", reason="Added size")
+    row = {"scan_id": scan_of(rw, "imran.khan"), "author_id": doc, "findings": "fork", "impression": "fork"}
+    with pytest.raises(IntegrityError), rw.db.engine.begin() as c:
+        c.execute(insert(Report).values(**row, recommendations="", version=2, supersedes_id=rid, is_ai_corrected=False))
+
+
+# -- amendments ----------------------------------------------------------------------------------------
+def test_an_amendment_must_change_the_text_and_give_a_reason(rw: Runtime) -> None:
+    rid, original = _signed(rw)
+    doc = _user(rw, "dr.chen")
+    with pytest.raises(InvalidInputError, match="change"):
+        amend_report(rw.db, rid, doc, original, "Pneumothorax.", "", reason="No change at all")
+    with pytest.raises(InvalidInputError, match="reason"):
+        amend_report(rw.db, rid, doc, "Right pneumothorax.", "Pneumothorax.", "", reason="   ")
+    new = amend_report(rw.db, rid, doc, "Right pneumothorax.", "Pneumothorax.", "", reason="Side corrected")
+    with rw.db.read_only() as s:
+        row = s.get(Report, new)
+        assert row is not None and row.amend_reason == "Side corrected" and row.version == 2
+    assert verify_reports(rw.db).ok
+
+
+def _amend_worker(url: str, rid: int, doc: int, i: int, barrier: Any, out: Any) -> None:
+    db = Database(url)
+    barrier.wait()
+    try:
+        new = amend_report(db, rid, doc, f"Findings by worker {i}.", "Impression.", "", reason=f"worker {i}")
+        out.put(("ok", new))
+    except ConflictError as exc:
+        out.put(("conflict", str(exc)))
+    except Exception as exc:  # reported to the test, which fails on it
+        out.put(("error", repr(exc)))
+    finally:
+        db.dispose()
+
+
+@pytest.mark.slow
+def test_ten_concurrent_amendments_give_one_version_two(rw: Runtime, spawn_ctx: Any) -> None:
+    rid, _ = _signed(rw)
+    doc, url = _user(rw, "dr.chen"), rw.settings.database_url
+    barrier, out = spawn_ctx.Barrier(10), spawn_ctx.Queue()
+    procs = [spawn_ctx.Process(target=_amend_worker, args=(url, rid, doc, i, barrier, out)) for i in range(10)]
+    for p in procs:
+        p.start()
+    results = [out.get(timeout=120) for _ in procs]
+    for p in procs:
+        p.join(timeout=30)
+    kinds = Counter(k for k, _ in results)
+    assert kinds == {"ok": 1, "conflict": 9}, results
+    with rw.db.read_only() as s:
+        assert s.scalar(select(func.count()).where(Report.supersedes_id == rid)) == 1
+    assert verify_reports(rw.db).ok
+
+
+# -- drafts ----------------------------------------------------------------------------------------
+def _edit_worker(url: str, scan: str, doc: int, draft_id: int, i: int, barrier: Any, out: Any) -> None:
+    db = Database(url)
+    barrier.wait()
+    try:
+        text_ = DraftText(f"Edit {i}.", "Impression.", "")
+        save_draft(db, scan, doc, text_, draft_id=draft_id, expected_version=1)
+        out.put(("ok", i))
+    except ConflictError as exc:
+        out.put(("conflict", (exc.current or {}).get("findings")))
+    except Exception as exc:
+        out.put(("error", repr(exc)))
+    finally:
+        db.dispose()
+
+
+@pytest.mark.slow
+def test_twenty_concurrent_draft_edits_lose_nothing_silently(rw: Runtime, spawn_ctx: Any) -> None:
+    doc, scan, url = _user(rw, "dr.chen"), scan_of(rw, "li.wei"), rw.settings.database_url
+    draft_id = save_draft(rw.db, scan, doc, DraftText("Start.", "Impression.", ""))
+    barrier, out = spawn_ctx.Barrier(20), spawn_ctx.Queue()
+    args = [(url, scan, doc, draft_id, i, barrier, out) for i in range(20)]
+    procs = [spawn_ctx.Process(target=_edit_worker, args=a) for a in args]
+    for p in procs:
+        p.start()
+    results = [out.get(timeout=180) for _ in procs]
+    for p in procs:
+        p.join(timeout=30)
+    winners = [v for k, v in results if k == "ok"]
+    conflicts = [v for k, v in results if k == "conflict"]
+    assert len(winners) == 1 and len(conflicts) == 19, results
+    with rw.db.read_only() as s:
+        row = s.get(ReportDraft, draft_id)
+        assert row is not None and row.version == 2 and row.findings == f"Edit {winners[0]}."
+    # every loser was told, with the text that won
+    assert set(conflicts) == {f"Edit {winners[0]}."}
+
+
+def test_a_stale_edit_gets_the_current_text(rw: Runtime) -> None:
+    doc, scan = _user(rw, "dr.chen"), scan_of(rw, "li.wei")
+    draft_id = save_draft(rw.db, scan, doc, DraftText("v1.", "I.", ""))
+    save_draft(rw.db, scan, doc, DraftText("v2 from tab A.", "I.", ""), draft_id=draft_id, expected_version=1)
+    with pytest.raises(ConflictError) as stale:
+        save_draft(rw.db, scan, doc, DraftText("v2 from tab B.", "I.", ""), draft_id=draft_id, expected_version=1)
+    assert stale.value.current == {"findings": "v2 from tab A.", "impression": "I.", "recommendations": "", "version": 2}
+    with pytest.raises(ConflictError):
+        sign_draft(rw.db, draft_id, doc, expected_version=1)  # signing what you did not see is refused too
+    assert sign_draft(rw.db, draft_id, doc, expected_version=2)
+
+
+def test_another_doctor_cannot_overwrite_or_sign_a_draft(rw: Runtime) -> None:
+    a, b, scan = _user(rw, "dr.chen"), _user(rw, "dr.hassan"), scan_of(rw, "li.wei")
+    draft_id = save_draft(rw.db, scan, a, DraftText("Dr A's findings.", "I.", ""))
+    with pytest.raises(AccessDeniedError):
+        save_draft(rw.db, scan, b, DraftText("Dr B's overwrite.", "I.", ""), draft_id=draft_id, expected_version=1)
+    with pytest.raises(AccessDeniedError):
+        sign_draft(rw.db, draft_id, b)
+    with rw.db.read_only() as s:
+        row = s.get(ReportDraft, draft_id)
+        assert row is not None and row.findings == "Dr A's findings." and row.status == "open"
+
+
+def test_a_draft_saved_under_another_scan_is_refused(rw: Runtime) -> None:
+    doc = _user(rw, "dr.chen")
+    draft_id = save_draft(rw.db, scan_of(rw, "li.wei"), doc, DraftText("F.", "I.", ""))
+    with pytest.raises(InvalidInputError, match="another scan"):
+        save_draft(rw.db, scan_of(rw, "imran.khan"), doc, DraftText("X.", "I.", ""), draft_id=draft_id, expected_version=1)
+
+
+def test_an_update_without_the_version_it_was_edited_from_is_refused(rw: Runtime) -> None:
+    doc, scan = _user(rw, "dr.chen"), scan_of(rw, "li.wei")
+    draft_id = save_draft(rw.db, scan, doc, DraftText("F.", "I.", ""))
+    with pytest.raises(InvalidInputError, match="expected_version"):
+        save_draft(rw.db, scan, doc, DraftText("G.", "I.", ""), draft_id=draft_id)
+
+
+# -- tamper evidence -----------------------------------------------------------------------------------
+def test_verify_catches_a_rewrite_that_bypassed_the_triggers(rw: Runtime, backend: str) -> None:
+    rid, _ = _signed(rw)
+    amend_report(rw.db, rid, _user(rw, "dr.chen"), "Second.", "Pneumothorax.", "", reason="Added detail")
+    before = verify_reports(rw.db)
+    assert before.ok and before.checked >= 2
+    # an administrator who can drop the guard: the hash still tells
+    with rw.db.engine.begin() as c:
+        if backend == "postgres":
+            c.execute(text("ALTER TABLE reports DISABLE TRIGGER reports_signed_immutable"))
+            c.execute(text("UPDATE reports SET impression = 'quietly rewritten' WHERE id = :i"), {"i": rid})
+            c.execute(text("ALTER TABLE reports ENABLE TRIGGER reports_signed_immutable"))
+        else:
+            c.execute(text("DROP TRIGGER reports_signed_no_update"))
+            c.execute(text("UPDATE reports SET impression = 'quietly rewritten' WHERE id = :i"), {"i": rid})
+    after = verify_reports(rw.db)
+    assert not after.ok and any(f"report {rid}:" in p for p in after.problems)
+
+
+def test_seeded_reports_verify(rw: Runtime) -> None:
+    result = verify_reports(rw.db)
+    assert result.ok and result.checked > 0 and result.chains > 0
