@@ -11,6 +11,7 @@ Code catches the narrowest class it can handle; the CLI and the pages print
     │   ├── EmbeddingError           wrong dimension, NaN or infinite values
     │   ├── ImportRejectedError      a case file with rejected rows (nothing imported)
     │   ├── DocumentError            a document that cannot be parsed
+    │   ├── ImageRejectedError       an image import refused (nothing imported)
     │   └── CorpusInputError         bad corpus lines or embeddings (listed by line number)
     ├── ReadOnlyViolationError       inference tried to write
     ├── ImmutableRecordError         a signed report was about to change
@@ -53,6 +54,7 @@ __all__ = [
     "EmbeddingError",
     "EncoderMismatchError",
     "ImmutableRecordError",
+    "ImageRejectedError",
     "ImportRejectedError",
     "IndexStateError",
     "InvalidInputError",
@@ -107,6 +109,12 @@ class ImportRejectedError(InvalidInputError):
     def __init__(self, message: str, rejected: list[tuple[int, str]]) -> None:
         super().__init__(message)
         self.rejected = rejected
+
+
+class ImageRejectedError(InvalidInputError):
+    """An image import refused as a whole: not DICOM, truncated, undecodable, over a limit, burned-in text."""
+
+    hint = "Nothing was imported. Fix or remove the named file and import again."
 
 
 class DocumentError(InvalidInputError):

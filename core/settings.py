@@ -33,6 +33,7 @@ from pydantic_settings import (
 from core.answer.settings import AskSettings
 from core.errors import ConfigError
 from core.guideline.settings import GuidelineQASettings
+from core.imaging.settings import ImagingSettings
 from core.kb.settings import KBSettings
 from core.llm.settings import LLMSettings
 from core.selfrag.settings import SelfRagSettings
@@ -212,6 +213,9 @@ class Settings(BaseSettings):
     )
     selfrag: SelfRagSettings = Field(default_factory=SelfRagSettings, description="Self-reflective RAG pipeline.")
     ui: UISettings = Field(default_factory=UISettings, description="Web workbench.")
+    imaging: ImagingSettings = Field(
+        default_factory=ImagingSettings, description="Medical images: store, import, de-identification."
+    )
 
     @classmethod
     def settings_customise_sources(

@@ -40,6 +40,9 @@ __all__ = [
     "Conversation",
     "EmbeddingType",
     "HistoricalCase",
+    "ImageIdentityMap",
+    "ImageInstance",
+    "ImageSeries",
     "LoginAttempt",
     "Message",
     "PatientContext",
@@ -313,3 +316,75 @@ class UserSession(Base):
     last_seen_at: Mapped[float] = mapped_column(Float)
     expires_at: Mapped[float] = mapped_column(Float)
     revoked_at: Mapped[float | None] = mapped_column(Float, default=None)
+
+
+class ImageSeries(Base):
+    """One series of images of a scan (or of a historical case): de-identified metadata only.
+
+    UIDs here are the remapped ones; ``kind`` says where the pixels came from
+    (``dicom``, ``photo``, ``demo-dicom`` or ``demo-synthetic``). Embeddings from the
+    configured image encoder are kept with the encoder's id and version.
+    """
+
+    __tablename__ = "image_series"
+    __table_args__ = (Index("ix_image_series_scan", "scan_id"), Index("ix_image_series_case", "case_id"))
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    scan_id: Mapped[str | None] = mapped_column(ForeignKey("scans.id"), default=None)
+    case_id: Mapped[str | None] = mapped_column(String(40), default=None)
+    study_uid: Mapped[str | None] = mapped_column(String(64), default=None)
+    series_uid: Mapped[str | None] = mapped_column(String(64), default=None, unique=True)
+    modality: Mapped[str] = mapped_column(String(16), default="OT")
+    kind: Mapped[str] = mapped_column(String(20), default="dicom")
+    label: Mapped[str] = mapped_column(String(200), default="")
+    n_images: Mapped[int] = mapped_column(Integer, default=0)
+    rows: Mapped[int] = mapped_column(Integer, default=0)
+    cols: Mapped[int] = mapped_column(Integer, default=0)
+    window_center: Mapped[float | None] = mapped_column(Float, default=None)
+    window_width: Mapped[float | None] = mapped_column(Float, default=None)
+    embedding: Mapped[np.ndarray | None] = mapped_column(EmbeddingType, default=None)
+    encoder_id: Mapped[str | None] = mapped_column(String(200), default=None)
+    import_id: Mapped[str | None] = mapped_column(String(40), default=None)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class ImageInstance(Base):
+    """One stored image (a slice, a multi-frame object or a photograph) of a series.
+
+    ``file_sha256`` names the de-identified source file in the image store,
+    ``pixels_sha256`` the decoded frames (``.npy``); both are content addresses.
+    """
+
+    __tablename__ = "image_instances"
+    __table_args__ = (Index("ix_image_instances_series", "series_id", "position"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    series_id: Mapped[int] = mapped_column(ForeignKey("image_series.id"))
+    position: Mapped[int] = mapped_column(Integer, default=0)
+    sop_uid: Mapped[str | None] = mapped_column(String(64), default=None)
+    file_sha256: Mapped[str | None] = mapped_column(String(64), default=None)
+    file_ext: Mapped[str] = mapped_column(String(8), default="dcm")
+    pixels_sha256: Mapped[str] = mapped_column(String(64))
+    frames: Mapped[int] = mapped_column(Integer, default=1)
+    rows: Mapped[int] = mapped_column(Integer, default=0)
+    cols: Mapped[int] = mapped_column(Integer, default=0)
+    samples: Mapped[int] = mapped_column(Integer, default=1)
+    slice_location: Mapped[float | None] = mapped_column(Float, default=None)
+
+
+class ImageIdentityMap(Base):
+    """PROTECTED: links an original patient identity to its pseudonym. Read by the importer only.
+
+    The original identity is kept only as a keyed hash (HMAC-SHA256, key outside
+    the database), never in clear; ``uid_seed`` keys the consistent UID remapping
+    and the per-patient date offset. Never copy a row into a log, bundle or prompt.
+    """
+
+    __tablename__ = "image_identity_map"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    identity_hmac: Mapped[str] = mapped_column(String(64), unique=True)
+    patient_user_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    pseudonym: Mapped[str] = mapped_column(String(40))
+    uid_seed: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

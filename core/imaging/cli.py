@@ -1,0 +1,62 @@
+"""Sub-commands for medical images: ``import-dicom``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from core.cli import emit, settings_from_args
+from core.store.models import ANATOMIES
+
+__all__ = ["register"]
+
+
+def _import(args: argparse.Namespace) -> int:
+    from core.imaging.importer import import_images
+    from core.runtime import open_runtime
+
+    rt = open_runtime(settings_from_args(args))
+    last = [-1]
+
+    def progress(fraction: float, message: str) -> None:
+        pct = int(fraction * 100)
+        if pct // 10 != last[0] // 10 or fraction >= 1.0:
+            print(f"[{pct:3d}%] {message}", file=sys.stderr)
+            last[0] = pct
+
+    summary = import_images(
+        rt.settings,
+        rt.db,
+        [Path(p) for p in args.paths],
+        patient=args.patient,
+        anatomy=args.anatomy,
+        confirm_burned_in=args.confirm_burned_in,
+        progress=progress,
+    )
+    payload = {
+        "import_id": summary.import_id,
+        "files": summary.files,
+        "scans": [s.__dict__ for s in summary.scans],
+        "embedding": summary.embedding_note,
+    }
+    emit(payload, args.json)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add ``import-dicom``."""
+    p = sub.add_parser(
+        "import-dicom",
+        help="Import DICOM files, folders or zips (and PNG/JPEG photographs), de-identified; all or nothing.",
+    )
+    p.add_argument("paths", nargs="+", help="Files, folders (searched recursively) or .zip archives.")
+    p.add_argument("--patient", default=None, help="Username of the Casebook patient the studies belong to.")
+    p.add_argument("--anatomy", default=None, choices=ANATOMIES, help="Anatomy when the headers do not say it.")
+    p.add_argument(
+        "--confirm-burned-in",
+        action="store_true",
+        help="Accept images flagged as having burned-in annotation after a doctor has checked them.",
+    )
+    p.add_argument("--json", action="store_true", help="Print the summary as JSON.")
+    p.set_defaults(func=_import)

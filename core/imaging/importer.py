@@ -1,0 +1,403 @@
+"""``python -m core import-dicom``: files, folders or zips in, de-identified series out, all or nothing.
+
+Three passes over the files:
+
+1. **check**: parse each file, check its pixel module and the limits, refuse
+   burned-in annotation unless confirmed, note the (keyed-hash) patient identity
+   and the original study/series it belongs to. Nothing is written yet.
+2. **decode and de-identify**: decode the pixels, de-identify the header
+   (:mod:`core.imaging.deid`, one consistent pseudonym, UID map and date offset
+   per patient), stage the de-identified file and its decoded frames.
+3. **commit**: one database transaction adds patients (if new), the identity
+   map, one scan per study, its series and instances, and an audit row; the
+   staged files are published inside it and removed again if it fails.
+
+Any error in any pass raises :class:`ImageRejectedError` (or the error that
+stopped it) and leaves the database and the image store as they were; a
+rejected import still writes an audit row saying so (without file names).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import logging
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.exc import SQLAlchemyError
+
+from core.errors import CasebookError, ImageRejectedError, NotFoundError
+from core.imaging.anatomy import anatomy_for
+from core.imaging.deid import Deidentifier, burned_in, identity_hmac, identity_key
+from core.imaging.dicomio import decode_pixels, read_dicom
+from core.imaging.encoders import ImageEncoder, embed_series, make_image_encoder
+from core.imaging.photos import is_photo, read_photo
+from core.imaging.sources import Source, collect_sources
+from core.imaging.store import ImageStore, StagedImport
+from core.settings import Settings
+from core.store.db import Database
+from core.store.models import AuditLog, ImageIdentityMap, ImageInstance, ImageSeries, Scan, User, utcnow
+
+__all__ = ["ImportSummary", "ImportedScan", "import_images"]
+
+log = logging.getLogger(__name__)
+Progress = Callable[[float, str], None]
+AWAITING_READING = "Awaiting AI reading"
+
+
+@dataclass(frozen=True)
+class ImportedScan:
+    """One study that became a scan."""
+
+    scan_id: str
+    anatomy: str
+    series: int
+    images: int
+
+
+@dataclass(frozen=True)
+class ImportSummary:
+    """What an import did (no identifying value anywhere)."""
+
+    import_id: str
+    files: int
+    scans: list[ImportedScan]
+    embedding_note: str
+
+
+@dataclass
+class _Checked:
+    source: Source
+    identity: str
+    study: str
+    series: str
+    order: tuple[float, float, str]
+    anatomy: str | None
+    photo: bool = False
+
+
+@dataclass
+class _Patient:
+    uid_seed: str
+    user_id: int | None = None
+    pseudonym: str = ""
+    hmac: str | None = None
+    new: bool = True
+
+
+@dataclass
+class _SeriesOut:
+    row: ImageSeries
+    instances: list[ImageInstance] = field(default_factory=list)
+    middle: Any = None
+
+
+def _num(value: Any, default: float) -> float:
+    try:
+        return float(value[2] if isinstance(value, list) or type(value).__name__ == "MultiValue" else value)
+    except (TypeError, ValueError, IndexError):
+        return default
+
+
+def _check(
+    sources: list[Source], settings: Settings, key: bytes, confirm_burned_in: bool, say: Progress
+) -> list[_Checked]:
+    checked = []
+    for i, src in enumerate(sources):
+        say(0.3 * i / len(sources), f"Checking file {i + 1} of {len(sources)}")
+        data = src.read()
+        if is_photo(data):
+            read_photo(data, src.name, settings.imaging)
+            checked.append(_Checked(src, "photo", "photo", "photo", (i, 0.0, src.name), None, photo=True))
+            continue
+        ds = read_dicom(data, src.name, settings.imaging)
+        if burned_in(ds) and not confirm_burned_in:
+            raise ImageRejectedError(
+                f"{src.name}: the file declares burned-in annotation (text, possibly a name, drawn into the pixels)",
+                hint="Look at the images first; import again with the burned-in confirmation if no identifying "
+                "text is visible. Nothing was imported.",
+            )
+        study = str(ds.get("StudyInstanceUID") or f"study-of-{src.name}")
+        ident = identity_hmac(ds, key) or f"anonymous:{study}"
+        order = (_num(ds.get("InstanceNumber"), 1e9), _num(ds.get("ImagePositionPatient"), 0.0), src.name)
+        series = str(ds.get("SeriesInstanceUID") or study)
+        checked.append(_Checked(src, ident, study, series, order, anatomy_for(ds)))
+    return checked
+
+
+def _patients(db: Database, checked: list[_Checked], patient: str | None) -> dict[str, _Patient]:
+    identities = sorted({c.identity for c in checked})
+    fixed_user: int | None = None
+    with db.read_only() as s:
+        if patient is not None:
+            user = s.scalars(select(User).where(User.username == patient.strip().lower())).first()
+            if user is None or user.role != "patient":
+                raise NotFoundError(f"No patient with username {patient!r}", hint="Give an existing patient username.")
+            fixed_user = user.id
+        dicom_ids = [i for i in identities if i != "photo"]
+        if patient is not None and len(dicom_ids) > 1:
+            raise ImageRejectedError(
+                f"The files belong to {len(dicom_ids)} different patients but one --patient was given",
+                hint="Import each patient's files separately; nothing was imported.",
+            )
+        if patient is None and "photo" in identities:
+            raise ImageRejectedError("Photographs carry no patient identity: give --patient and --anatomy")
+        out: dict[str, _Patient] = {}
+        for ident in identities:
+            row = None
+            if not ident.startswith(("anonymous:", "photo")):
+                row = s.scalars(select(ImageIdentityMap).where(ImageIdentityMap.identity_hmac == ident)).first()
+            if row is not None:
+                if fixed_user is not None and row.patient_user_id != fixed_user:
+                    raise ImageRejectedError(
+                        "These studies belong to a patient already imported as another Casebook patient",
+                        hint="Import without --patient, or with the patient they were imported for.",
+                    )
+                out[ident] = _Patient(row.uid_seed, row.patient_user_id, row.pseudonym, ident, new=False)
+            else:
+                hmac = None if ident.startswith(("anonymous:", "photo")) else ident
+                out[ident] = _Patient(secrets.token_hex(16), fixed_user, secrets.token_hex(3).upper(), hmac)
+    return out
+
+
+def _study_time(ds: Any) -> dt.datetime:
+    date, time = str(ds.get("StudyDate") or ""), str(ds.get("StudyTime") or "000000")
+    try:
+        return dt.datetime.strptime(date + time[:6].ljust(6, "0"), "%Y%m%d%H%M%S").replace(tzinfo=dt.UTC)
+    except ValueError:
+        return utcnow()
+
+
+def import_images(
+    settings: Settings,
+    db: Database,
+    paths: list[Path],
+    *,
+    patient: str | None = None,
+    anatomy: str | None = None,
+    confirm_burned_in: bool = False,
+    actor_id: int | None = None,
+    progress: Progress | None = None,
+    encoder: ImageEncoder | str | None = "settings",
+) -> ImportSummary:
+    """Import DICOM files (and PNG/JPEG photographs) under ``paths``; all or nothing."""
+    say = progress or (lambda _f, _m: None)
+    try:
+        sources = collect_sources(paths, settings.imaging)
+        summary = _import(settings, db, sources, patient, anatomy, confirm_burned_in, actor_id, say, encoder)
+    except CasebookError as exc:
+        _audit(db, actor_id, None, "rejected", {"error": type(exc).__name__})
+        raise
+    say(1.0, f"Imported {sum(s.images for s in summary.scans)} images in {len(summary.scans)} scan(s)")
+    return summary
+
+
+def _import(
+    settings: Settings,
+    db: Database,
+    sources: list[Source],
+    patient: str | None,
+    anatomy: str | None,
+    confirm_burned_in: bool,
+    actor_id: int | None,
+    say: Progress,
+    encoder: ImageEncoder | str | None,
+) -> ImportSummary:
+    store = ImageStore.from_settings(settings)
+    key = identity_key(store.root)
+    checked = _check(sources, settings, key, confirm_burned_in, say)
+    studies: dict[tuple[str, str], list[_Checked]] = {}
+    for c in checked:
+        studies.setdefault((c.identity, c.study), []).append(c)
+    missing = [k for k, files in studies.items() if not (anatomy or files[0].anatomy)]
+    if missing:
+        raise ImageRejectedError(
+            f"{len(missing)} study(ies) do not say their anatomy (no Body Part Examined that maps to one)",
+            hint="Give --anatomy (lung, brain, spine, eye, breast, abdomen, skin or pathology); nothing was imported.",
+        )
+    people = _patients(db, checked, patient)
+    enc = make_image_encoder(settings) if encoder == "settings" else encoder
+    assert not isinstance(enc, str)
+    staged = store.stage()
+    try:
+        scans = _decode_and_stage(settings, studies, people, anatomy, staged, say, len(checked))
+        note = embed_series(enc, settings, scans)
+        say(0.92, "Writing the scans")
+        result = _commit(db, scans, people, staged, actor_id, len(checked))
+    except BaseException:
+        staged.unpublish()
+        staged.discard()
+        raise
+    log.info("Image import %s: %d files, %d scans", staged.import_id, len(checked), len(result))
+    return ImportSummary(staged.import_id, len(checked), result, note)
+
+
+def _decode_and_stage(
+    settings: Settings,
+    studies: dict[tuple[str, str], list[_Checked]],
+    people: dict[str, _Patient],
+    anatomy: str | None,
+    staged: StagedImport,
+    say: Progress,
+    total: int,
+) -> list[tuple[Scan, list[_SeriesOut], _Patient]]:
+    deids = {
+        i: Deidentifier(p.uid_seed, retain_dates=settings.imaging.retain_longitudinal_dates) for i, p in people.items()
+    }
+    done = 0
+    out = []
+    for (ident, _study), files in studies.items():
+        series: dict[str, _SeriesOut] = {}
+        created = utcnow()
+        for c in sorted(files, key=lambda c: (c.series, c.order)):
+            done += 1
+            say(0.3 + 0.6 * done / total, f"Decoding and de-identifying file {done} of {total}")
+            data = c.source.read()
+            if c.photo:
+                frames, clean = read_photo(data, c.source.name, settings.imaging)
+                file_sha, ext, window, modality, sop, series_uid, study_uid = (
+                    staged.add_bytes(clean, "png"),
+                    "png",
+                    None,
+                    "XC",
+                    None,
+                    None,
+                    None,
+                )
+            else:
+                ds = read_dicom(data, c.source.name, settings.imaging)
+                decoded = decode_pixels(ds, c.source.name)
+                deids[ident].apply(ds, c.source.name)
+                buf = io.BytesIO()
+                ds.save_as(buf, enforce_file_format=True)
+                frames, window, ext = decoded.frames, decoded.window, "dcm"
+                file_sha = staged.add_bytes(buf.getvalue(), "dcm")
+                modality, sop = str(ds.get("Modality") or "OT"), str(ds.get("SOPInstanceUID") or "")
+                series_uid, study_uid = str(ds.get("SeriesInstanceUID") or ""), str(ds.get("StudyInstanceUID") or "")
+                created = _study_time(ds)
+            s_out = series.get(c.series)
+            if s_out is None:
+                kind = "photo" if c.photo else "dicom"
+                label = "Photographs" if c.photo else f"{modality} series {len(series) + 1}"
+                row = ImageSeries(
+                    study_uid=study_uid,
+                    series_uid=series_uid or None,
+                    modality=modality,
+                    kind=kind,
+                    label=label,
+                    rows=int(frames.shape[1]),
+                    cols=int(frames.shape[2]),
+                    window_center=window[0] if window else None,
+                    window_width=window[1] if window else None,
+                    import_id=staged.import_id,
+                )
+                s_out = series[c.series] = _SeriesOut(row)
+            pix = staged.add_frames(frames)
+            s_out.instances.append(
+                ImageInstance(
+                    position=len(s_out.instances),
+                    sop_uid=sop or None,
+                    file_sha256=file_sha,
+                    file_ext=ext,
+                    pixels_sha256=pix,
+                    frames=int(frames.shape[0]),
+                    rows=int(frames.shape[1]),
+                    cols=int(frames.shape[2]),
+                    samples=3 if frames.ndim == 4 else 1,
+                )
+            )
+            if s_out.middle is None or len(s_out.instances) == (len(files) + 1) // 2:
+                s_out.middle = frames[frames.shape[0] // 2]
+        scan = Scan(
+            id="scan_" + secrets.token_hex(6),
+            anatomy=anatomy or files[0].anatomy,
+            region=None,
+            ai_diagnosis=AWAITING_READING,
+            ai_confidence=0.0,
+            created_at=created,
+        )
+        out.append((scan, list(series.values()), people[ident]))
+    return out
+
+
+def _commit(
+    db: Database,
+    scans: list[tuple[Scan, list[_SeriesOut], _Patient]],
+    people: dict[str, _Patient],
+    staged: StagedImport,
+    actor_id: int | None,
+    n_files: int,
+) -> list[ImportedScan]:
+    result = []
+    with db.session() as s:
+        uids = [o.row.series_uid for _, ss, _ in scans for o in ss if o.row.series_uid]
+        if uids and s.scalars(select(ImageSeries.id).where(ImageSeries.series_uid.in_(uids))).first() is not None:
+            raise ImageRejectedError(
+                "These series were imported before (their de-identified UIDs already exist)",
+                hint="Open the existing scan instead; nothing was imported.",
+            )
+        for p in people.values():
+            if p.user_id is None:
+                user = User(
+                    username=f"imported-{p.pseudonym.lower()}",
+                    display_name=f"Imported patient {p.pseudonym}",
+                    role="patient",
+                    password_hash=None,
+                )
+                s.add(user)
+                s.flush()
+                p.user_id = user.id
+            if p.new and p.hmac:
+                s.add(
+                    ImageIdentityMap(
+                        identity_hmac=p.hmac, patient_user_id=p.user_id, pseudonym=p.pseudonym, uid_seed=p.uid_seed
+                    )
+                )
+                p.new = False
+        for scan, series, person in scans:
+            assert person.user_id is not None
+            scan.patient_id = person.user_id
+            s.add(scan)
+            s.flush()
+            for o in series:
+                o.row.scan_id = scan.id
+                o.row.n_images = len(o.instances)
+                s.add(o.row)
+                s.flush()
+                for inst in o.instances:
+                    inst.series_id = o.row.id
+                s.add_all(o.instances)
+            result.append(ImportedScan(scan.id, scan.anatomy, len(series), sum(len(o.instances) for o in series)))
+        s.add(
+            _audit_row(
+                actor_id,
+                result[0].scan_id if result else None,
+                "ok",
+                {
+                    "import_id": staged.import_id,
+                    "files": n_files,
+                    "scans": [r.scan_id for r in result],
+                    "profile": "PS3.15 E basic",
+                },
+            )
+        )
+        s.flush()
+        staged.publish()
+    return result
+
+
+def _audit_row(actor_id: int | None, scan_ref: str | None, outcome: str, detail: dict[str, Any]) -> AuditLog:
+    return AuditLog(actor_id=actor_id, action="image-import", scan_ref=scan_ref, outcome=outcome, detail=detail)
+
+
+def _audit(db: Database, actor_id: int | None, scan_ref: str | None, outcome: str, detail: dict[str, Any]) -> None:
+    try:
+        with db.session() as s:
+            s.add(_audit_row(actor_id, scan_ref, outcome, detail))
+    except SQLAlchemyError:  # the refusal itself must reach the user even if the audit write fails
+        log.exception("Could not write the audit row of a rejected image import")

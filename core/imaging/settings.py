@@ -1,0 +1,57 @@
+"""Settings group for medical images (registered in :mod:`core.settings` as ``imaging``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["ImagingSettings"]
+
+
+class ImagingSettings(BaseModel):
+    """Image store, DICOM import limits, de-identification and the image encoder."""
+
+    model_config = ConfigDict(extra="forbid", validate_default=True)
+
+    store_root: Path | None = Field(
+        None,
+        description="Root of the content-addressed image store; empty means `<data_dir>/images`. "
+        "May be a mounted object store; with PostgreSQL every app replica must see the same root.",
+    )
+    max_file_mb: int = Field(200, ge=1, description="Largest single file `import-dicom` accepts, in MB.")
+    max_study_mb: int = Field(
+        2000, ge=1, description="Largest import (all files, zip members uncompressed), in MB; larger is refused."
+    )
+    max_files: int = Field(5000, ge=1, description="Most files one import may hold.")
+    max_dimension: int = Field(8192, ge=16, description="Largest rows or columns an image may declare.")
+    max_decoded_mb: int = Field(
+        1024,
+        ge=1,
+        description="Largest decoded pixel size of one file (rows x columns x frames x samples x bytes), in MB: "
+        "a small compressed file declaring more is refused as a decompression bomb before decoding.",
+    )
+    retain_longitudinal_dates: bool = Field(
+        True,
+        description="PS3.15 Annex E 'Retain Longitudinal Temporal Information with Modified Dates' option: "
+        "dates are shifted by one secret offset per patient (intervals kept). Off: every date and time is removed.",
+    )
+    thumbnail_px: int = Field(160, ge=32, le=512, description="Longest side of thumbnails, in pixels.")
+    render_cache_entries: int = Field(
+        512, ge=0, description="Rendered slices (per series, slice, window and size) kept in memory per process."
+    )
+    encoder: Literal["demo", "none", "local"] = Field(
+        "demo",
+        description="Image encoder for imported scans. `demo`: a fixed random projection of a 32x32 thumbnail "
+        "(not clinically meaningful; says so); `none`: no embedding; `local`: the TorchScript or ONNX file in "
+        "`encoder_model_path`. A scan gets the vector only when the encoder id equals `search.encoder_id`.",
+    )
+    encoder_model_path: Path | None = Field(
+        None, description="TorchScript (.pt/.ts) or ONNX (.onnx) image encoder file; never downloaded."
+    )
+    encoder_version: str = Field("1", description="Version of the local encoder, recorded with every embedding.")
+    encoder_input_size: int = Field(224, ge=8, description="Square input side the local encoder expects.")
+    encoder_channels: Literal[1, 3] = Field(3, description="Input channels of the local encoder (grey is repeated).")
+    encoder_mean: float = Field(0.5, description="Mean subtracted from 0..1 pixels before the local encoder.")
+    encoder_std: float = Field(0.5, gt=0, description="Divisor applied after the mean.")
