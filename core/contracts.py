@@ -124,6 +124,9 @@ class BundleResult(Strict):
     bundle: ContextBundle | None
     case_ids: list[str] = Field(default_factory=list)
     severities: list[str | None] = Field(default_factory=list)
+    prior_dates: list[str] = Field(
+        default_factory=list, description="Signing dates (ISO) parallel to bundle.priorReports; never sent to a model."
+    )
     empty_reason: EmptyReason | None = None
     notice: str | None = None
 

@@ -1,4 +1,4 @@
-"""Sub-commands ``ask`` and ``draft``."""
+"""Sub-commands ``ask``, ``draft`` and ``eval-ask``."""
 
 from __future__ import annotations
 
@@ -34,7 +34,14 @@ def _ask(args: argparse.Namespace) -> int:
 
     rt = open_runtime(settings_from_args(args))
     res = ask_question(rt, args.scan_id, args.question, _doctor_id(rt, args.doctor), _llm(rt, args))
-    out = res.answer.model_dump() | {"path": res.path, "reason": res.reason, "removed": [r for _, r in res.removed]}
+    out = res.answer.model_dump() | {
+        "intent": res.intent,
+        "path": res.path,
+        "reason": res.reason,
+        "removed": [r for _, r in res.removed],
+    }
+    if res.guideline_question:
+        out["guidelineQuestion"] = res.guideline_question
     emit(out if args.json else res.answer.answer, args.json)
     return 0
 
@@ -54,6 +61,40 @@ def _draft(args: argparse.Namespace) -> int:
     return 0
 
 
+def _eval(args: argparse.Namespace) -> int:
+    from core.answer.evaluate import load_questions, run_eval, summarise
+    from core.runtime import open_runtime
+    from core.settings import REPO_ROOT
+
+    rt = open_runtime(settings_from_args(args))
+    items = load_questions(REPO_ROOT / "tests" / "data" / "doctor_questions.json")
+    llm = _llm(rt, argparse.Namespace(extractive=not args.llm))
+    results = run_eval(rt, [i for i in items if args.split == "all" or i["split"] == args.split], llm)
+    splits = ["train", "test"] if args.split == "all" else [args.split]
+    out: dict[str, object] = {"path": "llm" if llm else "extractive"}
+    for split in splits:
+        out[split] = summarise([r for r in results if r.split == split])
+    if args.failures:
+        out["failures"] = [
+            {"id": r.id, "intent": r.intent, "expected": r.behaviour, "answer": r.answer, "stray": r.stray_numbers}
+            for r in results
+            if not r.ok or r.stray_numbers or r.invalid_citations
+        ]
+    if args.json:
+        emit(out, True)
+    else:
+        for split in splits:
+            m = out[split]
+            assert isinstance(m, dict)
+            print(
+                f"{split}: {m['items']} items · answered {m['answer_rate']} · facts {m['fact_accuracy']} · "
+                f"handled {m['handled_rate']} · invalid citations {m['invalid_citations']} · "
+                f"stray numbers {m['numbers_not_in_evidence']} · {m['seconds_per_question']['mean']} s/question"
+            )
+    test = out.get("test")
+    return 0 if not isinstance(test, dict) or test["targets_met"] else 1
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``ask`` and ``draft``."""
     p = sub.add_parser("ask", help="Ask a grounded question about a scan (stored in the doctor's chat history).")
@@ -68,3 +109,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--extractive", action="store_true", help="Skip the LLM backend.")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_draft)
+    p = sub.add_parser("eval-ask", help="Run the doctor-question set against Ask AI (exit 1 when a test-split target is missed).")
+    p.add_argument("--llm", action="store_true", help="Also use the configured LLM backend (default: extractive path).")
+    p.add_argument("--split", choices=["train", "test", "all"], default="all", help="Which frozen split to run.")
+    p.add_argument("--failures", action="store_true", help="List the items that missed their expectation.")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_eval)

@@ -1,69 +1,46 @@
-"""The extractive composer: an answer written from the bundle alone, with no language model.
+"""The extractive composer: an answer written in code from the bundle's facts, with no language model.
 
-It is shown at once, and it stands whenever the LLM is off, slow past its budget,
-or fails. Every sentence is built from bundle fields and cites the case IDs it
-draws on; a question that names something the bundle does not contain gets the
-fixed "Insufficient data" answer.
+:func:`compose` understands the question (:mod:`core.answer.understand`), computes
+the facts (:mod:`core.answer.facts`) and writes the answer for the intent. It
+abstains with the contract's "Insufficient data..." only when a condition the
+question names is absent from the evidence or the intent cannot be answered from
+a bundle (general medical knowledge); the reason is one sentence. Treatment and
+management questions get the fixed out-of-scope answer that points to Guideline QA.
 """
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Literal
 
-from core.answer.rules import QUESTION_VOCAB, bundle_vocabulary, content_tokens
+from core.answer.facts import AnswerFacts, EventCount, bundle_facts
 from core.answer.settings import AskSettings
+from core.answer.understand import Intent, Understanding, understand
 from core.contracts import INSUFFICIENT_DATA, AskAnswer, BundleResult, ContextBundle
 
-__all__ = ["Intent", "classify", "compose", "confidence_for", "ungrounded_terms"]
+__all__ = ["OUT_OF_SCOPE", "Composed", "absent_names", "compose", "confidence_for", "out_of_scope_answer"]
 
-Intent = Literal["prognosis", "severity", "compare", "diagnosis", "prior", "general"]
-_INTENT_WORDS: dict[Intent, tuple[str, ...]] = {
-    "prognosis": ("prognos", "outcome", "recover", "surviv", "mortal", "happen", "course", "expect", "die"),
-    "severity": ("sever", "critical", "serious", "urgent", "risk"),
-    "prior": ("prior", "previous", "earlier", "progress", "change", "compared with", "before", "history"),
-    "compare": ("similar", "compare", "comparison", "match", "closest", "nearest", "like this"),
-    "diagnosis": ("diagnos", "what is", "is this", "is it", "differential", "confiden", "reading"),
-}
+OUT_OF_SCOPE = (
+    "Treatment, dosing and management are outside what similar cases can answer. "
+    "Ask Guideline QA, which answers from the clinical guidelines and drug labels in Casebook."
+)
 
 
 @dataclass(frozen=True)
 class Composed:
-    """An extractive answer and the intent it answered."""
+    """An extractive answer, the understood question and the facts it was written from."""
 
     answer: AskAnswer
-    intent: Intent | None
-    ungrounded: tuple[str, ...] = ()
+    intent: Intent
+    kind: Literal["answer", "insufficient", "out_of_scope"]
+    reason: str | None = None
+    facts: AnswerFacts | None = None
+    understanding: Understanding | None = None
 
 
-def classify(question: str) -> Intent:
-    """The first intent whose cue words occur in the question."""
-    q = question.lower()
-    for intent, cues in _INTENT_WORDS.items():
-        if any(c in q for c in cues):
-            return intent
-    return "general"
-
-
-def ungrounded_terms(question: str, bundle: ContextBundle) -> list[str]:
-    """Content words of the question found neither in the bundle nor in the question vocabulary."""
-    vocab = bundle_vocabulary(bundle)
-    stems = {_stem(w) for w in vocab}
-    out = []
-    for w in sorted(content_tokens(question)):
-        if w in vocab or w in QUESTION_VOCAB or len(w) <= 2 or w.isdigit() or _stem(w) in stems:
-            continue
-        out.append(w)
-    return out
-
-
-def _stem(word: str) -> str:
-    """A light suffix strip so plurals and adjectives match ("emphysematous" -> "emphysema")."""
-    for suffix in ("tous", "ous", "ies", "es", "ic", "al", "ed", "ing", "s"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
-            return word[: -len(suffix)]
-    return word
+def out_of_scope_answer() -> AskAnswer:
+    """The fixed answer to a treatment, dose or management question: no case is cited."""
+    return AskAnswer(answer=OUT_OF_SCOPE, citedCaseIds=[], confidence="low")
 
 
 def confidence_for(bundle: ContextBundle, settings: AskSettings) -> Literal["high", "medium", "low"]:
@@ -98,59 +75,136 @@ def _pct(x: float) -> str:
     return f"{round(x * 100):g}%"
 
 
-def _ids(ids: list[str]) -> str:
+def _ids(ids: list[str] | tuple[str, ...]) -> str:
     return ", ".join(ids)
+
+
+def _spread(groups: list[tuple[str, list[str]]]) -> str:
+    return "; ".join(f"{label} in {len(ids)} ({_ids(ids)})" for label, ids in groups)
+
+
+def absent_names(u: Understanding, facts: AnswerFacts) -> list[str]:
+    """Conditions or findings the question names that no evidence field mentions."""
+    text = facts.evidence_text()
+    missing = [
+        e.name
+        for e in u.entities
+        if e.name.lower() != facts.ai_diagnosis.lower() and not any(t in text for t in e.evidence)
+    ]
+    return missing + [w for w in u.unknown if w not in text]
+
+
+def _head(f: AnswerFacts) -> str:
+    return f"The AI reading of this {f.anatomy} scan is {f.ai_diagnosis} at {_pct(f.ai_confidence)} confidence."
+
+
+def _outcomes(f: AnswerFacts) -> str:
+    return f"Recorded outcomes of the {f.n} most similar {f.anatomy} cases: {_spread(f.by_outcome())}."
+
+
+def _count_sentence(c: EventCount, f: AnswerFacts) -> str:
+    if not c.recorded:
+        return f"{c.event.capitalize()} is not recorded in the outcomes of the {f.n} similar cases ({_ids(f.ids)})."
+    out = f"{len(c.positive)} of {c.total} similar cases record {c.event}"
+    out += f" ({_ids(c.positive)})." if c.positive else "."
+    if c.negative and not c.event.endswith("severity"):
+        out += f" {len(c.negative)} record no {c.event} ({_ids(c.negative)})."
+    return out
+
+
+def _entity_mentions(u: Understanding, f: AnswerFacts) -> list[str]:
+    """Sentences quoting prior reports for named entities that only the prior reports mention."""
+    out: list[str] = []
+    for e in u.entities:
+        in_cases = any(any(t in f"{c.diagnosis} {c.outcome or ''}".lower() for t in e.evidence) for c in f.cases)
+        if in_cases or e.name.lower() == f.ai_diagnosis.lower():
+            continue
+        for p in f.priors:
+            if any(t in f"{p.findings} {p.impression}".lower() for t in e.evidence):
+                out.append(f'{e.name} is not among the similar cases\' diagnoses; the signed prior report of {p.date or "an earlier date"} reads: "{p.impression}"')
+                break
+    return out
+
+
+def _body(u: Understanding, f: AnswerFacts) -> list[str]:
+    head = _head(f)
+    if u.intent in {"outcomes", "prediction"}:
+        body = [head, _outcomes(f)]
+        body.append("These are outcomes of past cases, not a prediction for this patient.")
+        return body
+    if u.intent == "count":
+        if u.severity is not None and (u.event is None or u.severity == "critical"):
+            return [head, _count_sentence(f.count_severity(u.severity), f)]
+        if u.event is not None:
+            return [head, _count_sentence(f.count(u.event), f), _outcomes(f)]
+        named = [e for e in u.entities]
+        if named:
+            e = named[0]
+            ids = [c.case_id for c in f.cases if any(t in c.diagnosis.lower() for t in e.evidence)]
+            return [head, f"{len(ids)} of {f.n} similar cases have the diagnosis {e.name}" + (f" ({_ids(ids)})." if ids else ".")]
+        return [head, _outcomes(f)]
+    if u.intent == "severity":
+        groups = f.by_severity()
+        body = [head]
+        if u.severity == "critical" and groups[0][0] != "critical":
+            body.append(f"None of the {f.n} similar cases is recorded as critical; the most severe are {groups[0][0]} ({_ids(groups[0][1])}).")
+        body.append(f"Severity recorded for the {f.n} similar cases, most severe first: {_spread(groups)}.")
+        return body
+    if u.intent == "prior":
+        if not f.priors:
+            return [f"No signed prior {f.anatomy} report of this patient is on record to compare with.", head,
+                    f"The {f.n} most similar cases are {_ids(f.ids)}."]
+        latest = f.priors[0]
+        body = [f'Compared with the signed prior report of {latest.date or "an earlier date"}, which reads: "{latest.impression}"',
+                f'Its findings: "{latest.findings}"']
+        for p in f.priors[1:]:
+            body.append(f'The earlier signed report of {p.date or "an earlier date"} reads: "{p.impression}"')
+        body.append(f"{head} The current scan has no signed report yet; the change is for the reading doctor to judge.")
+        body.append(f"The {f.n} most similar cases are {_ids(f.ids)}.")
+        return body
+    if u.intent == "why_similar":
+        lo, hi = min(c.similarity for c in f.cases), max(c.similarity for c in f.cases)
+        span = _pct(hi) if _pct(lo) == _pct(hi) else f"{_pct(lo)} to {_pct(hi)}"
+        where = f" (searched in region {f.region.replace('_', ' ')} first)" if f.region else ""
+        return [
+            f"These {f.n} cases are the {f.anatomy} cases nearest to this scan by imaging similarity{where}: {span} "
+            f"({', '.join(f'{c.case_id} {_pct(c.similarity)}' for c in f.cases)}).",
+            f"{f.agreement()} of {f.n} share the AI reading of {f.ai_diagnosis}.",
+            "Similarity is computed from the images alone, not from reports or outcomes.",
+        ]
+    if u.intent == "differential":
+        return [head, f"Diagnoses among the {f.n} most similar {f.anatomy} cases: {_spread(f.by_diagnosis())}.",
+                f"{f.agreement()} of {f.n} agree with the AI reading."]
+    return [
+        head,
+        f"Diagnoses among the {f.n} most similar {f.anatomy} cases: {_spread(f.by_diagnosis())}.",
+        _outcomes(f),
+        f"Severity recorded, most severe first: {_spread(f.by_severity())}.",
+    ]
 
 
 def compose(question: str, result: BundleResult, settings: AskSettings) -> Composed:
     """Write the answer for ``question`` from the bundle in ``result`` (which must not be empty)."""
     bundle = result.bundle
     assert bundle is not None, "compose() needs a bundle; empty results get the fixed response"
-    ungrounded = ungrounded_terms(question, bundle)
-    if ungrounded:
-        return Composed(AskAnswer(answer=INSUFFICIENT_DATA, citedCaseIds=[], confidence="low"), None, tuple(ungrounded))
-    intent = classify(question)
-    n = min(len(bundle.similarCases), settings.max_cited_cases)
-    cases = list(zip(result.case_ids[:n], bundle.similarCases[:n], result.severities[:n], strict=False))
-    ids = [c[0] for c in cases]
-    scan = bundle.currentScan
-    lo, hi = min(c[1].similarity for c in cases), max(c[1].similarity for c in cases)
-    span = _pct(hi) if _pct(lo) == _pct(hi) else f"{_pct(lo)} to {_pct(hi)}"
-    head = (
-        f"The AI reading of this {scan.anatomy} scan is {scan.diagnosis} at {_pct(scan.confidence)} confidence. "
-        f"Based on similar cases, the {n} closest {scan.anatomy} cases in memory ({_ids(ids)}) have similarity {span}."
-    )
-    body: list[str] = []
-    if intent == "prognosis":
-        groups: dict[str, list[str]] = defaultdict(list)
-        for cid, c, _ in cases:
-            groups[c.outcome or "outcome not recorded"].append(cid)
-        parts = [f"{o} ({_ids(g)})" for o, g in sorted(groups.items(), key=lambda kv: -len(kv[1]))]
-        body.append("Recorded outcomes of these cases: " + "; ".join(parts) + ".")
-        body.append("These are outcomes of past cases, not a prediction for this patient.")
-    elif intent == "severity":
-        sev: dict[str, list[str]] = defaultdict(list)
-        for cid, _, s in cases:
-            sev[s or "not recorded"].append(cid)
-        order = ["critical", "high", "moderate", "low", "not recorded"]
-        parts = [f"{s} ({_ids(sev[s])})" for s in order if s in sev]
-        body.append("Severity recorded for these cases: " + "; ".join(parts) + ".")
-    elif intent == "prior" and bundle.priorReports:
-        latest = bundle.priorReports[0]
-        body.append(f'The most recent signed prior report reads: "{latest.impression}"')
-        if len(bundle.priorReports) > 1:
-            body.append(
-                f"The earliest of the {len(bundle.priorReports)} prior reports in the bundle reads: "
-                f'"{bundle.priorReports[-1].impression}"'
-            )
-    elif intent == "prior":
-        body.append(f"No signed prior {scan.anatomy} report of this patient is in the record to compare with.")
-    else:
-        diag = Counter(c.diagnosis for _, c, _ in cases)
-        parts = [f"{d} ({_ids([cid for cid, c, _ in cases if c.diagnosis == d])})" for d, _ in diag.most_common()]
-        body.append("Diagnoses among them: " + "; ".join(parts) + ".")
-        agree = diag.get(scan.diagnosis, 0)
-        body.append(f"{agree} of {n} agree with the AI reading.")
-    body.append("This is a draft for a doctor's review.")
-    answer = AskAnswer(answer=" ".join([head, *body]), citedCaseIds=ids, confidence=confidence_for(bundle, settings))
-    return Composed(answer, intent)
+    u = understand(question)
+    if u.intent == "treatment":
+        return Composed(out_of_scope_answer(), u.intent, "out_of_scope", "treatment and management are out of scope", None, u)
+    facts = bundle_facts(result, settings.max_cited_cases)
+    insufficient = AskAnswer(answer=INSUFFICIENT_DATA, citedCaseIds=[], confidence="low")
+    missing = absent_names(u, facts)
+    if missing:
+        names = [m[0].upper() + m[1:] for m in missing]
+        named = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+        verb = "is" if len(names) == 1 else "are"
+        reason = (
+            f"{named} {verb} not mentioned in this scan's AI reading, its {facts.n} similar cases "
+            f"or {'its prior reports' if facts.priors else 'any prior report (there is none)'}."
+        )
+        return Composed(insufficient, u.intent, "insufficient", reason, facts, u)
+    if u.intent == "general_knowledge":
+        reason = "General medical knowledge (literature, incidence, test accuracy) is not part of this scan's evidence; Guideline QA may answer it."
+        return Composed(insufficient, u.intent, "insufficient", reason, facts, u)
+    sentences = [*_body(u, facts), *_entity_mentions(u, facts)]
+    answer = AskAnswer(answer=" ".join(sentences), citedCaseIds=facts.ids, confidence=confidence_for(bundle, settings))
+    return Composed(answer, u.intent, "answer", None, facts, u)

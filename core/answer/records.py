@@ -6,17 +6,30 @@ inference itself only ever reads.
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from typing import Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, func, select, update
 
 from core.contracts import AskAnswer
-from core.errors import RateLimitedError
+from core.errors import ConflictError, RateLimitedError
 from core.store.db import Database
 from core.store.models import Conversation, Message, User
 
-__all__ = ["audit", "check_rate_limit", "history", "record_exchange"]
+__all__ = [
+    "PENDING_ANSWER",
+    "audit",
+    "begin_exchange",
+    "check_rate_limit",
+    "complete_exchange",
+    "history",
+    "in_flight",
+    "record_exchange",
+]
+
+# Content of an answer row while its question is being answered (see :func:`begin_exchange`).
+PENDING_ANSWER = "\u2026 answer pending"
 
 
 def check_rate_limit(
@@ -56,21 +69,74 @@ def check_rate_limit(
             )
 
 
+def _conversation(s: Any, scan_id: str, doctor_id: int) -> int:
+    conv = s.scalars(
+        select(Conversation).where(Conversation.scan_id == scan_id, Conversation.doctor_id == doctor_id)
+    ).first()
+    if conv is None:
+        conv = Conversation(scan_id=scan_id, doctor_id=doctor_id)
+        s.add(conv)
+        s.flush()
+    return int(conv.id)
+
+
+def in_flight(db: Database, scan_id: str, doctor_id: int, *, stale_after_s: float) -> bool:
+    """True when a question of ``doctor_id`` on ``scan_id`` is still being answered (younger than ``stale_after_s``)."""
+    since = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=stale_after_s)
+    with db.read_only() as s:
+        rows = s.scalars(
+            select(Message.created_at)
+            .join(Conversation, Conversation.id == Message.conversation_id)
+            .where(
+                Conversation.scan_id == scan_id,
+                Conversation.doctor_id == doctor_id,
+                Message.role == "assistant",
+                Message.content == PENDING_ANSWER,
+            )
+        ).all()
+    return any((r if r.tzinfo else r.replace(tzinfo=dt.UTC)) >= since for r in rows)
+
+
+def begin_exchange(db: Database, scan_id: str, doctor_id: int, question: str, *, stale_after_s: float) -> int:
+    """Store ``question`` at submission with a pending answer row after it; returns the answer row's id.
+
+    History order is submission order because both rows are written now. A second
+    question while one is in flight (a pending row younger than ``stale_after_s``)
+    is refused with :class:`ConflictError`; it never replaces the first.
+    """
+    if in_flight(db, scan_id, doctor_id, stale_after_s=stale_after_s):
+        raise ConflictError(
+            "A question on this scan is still being answered",
+            hint="Wait for the answer to your first question, then ask again.",
+        )
+    with db.session() as s:
+        conv = _conversation(s, scan_id, doctor_id)
+        s.add(Message(conversation_id=conv, role="user", content=question))
+        pending = Message(conversation_id=conv, role="assistant", content=PENDING_ANSWER, cited_case_ids=[])
+        s.add(pending)
+        s.flush()
+        return int(pending.id)
+
+
+def complete_exchange(db: Database, answer_id: int, answer: AskAnswer) -> None:
+    """Replace the pending answer row ``answer_id`` with the final answer."""
+    with db.session() as s:
+        s.execute(
+            update(Message)
+            .where(Message.id == answer_id)
+            .values(content=answer.answer, cited_case_ids=list(answer.citedCaseIds), confidence=answer.confidence)
+        )
+
+
 def record_exchange(db: Database, scan_id: str, doctor_id: int, question: str, answer: AskAnswer) -> int:
     """Store a question and its answer in the doctor's conversation on the scan; returns the conversation id."""
     with db.session() as s:
-        conv = s.scalars(
-            select(Conversation).where(Conversation.scan_id == scan_id, Conversation.doctor_id == doctor_id)
-        ).first()
-        if conv is None:
-            conv = Conversation(scan_id=scan_id, doctor_id=doctor_id)
-            s.add(conv)
-            s.flush()
+        conv = _conversation(s, scan_id, doctor_id)
         s.add_all(
             [
-                Message(conversation_id=conv.id, role="user", content=question),
+                Message(conversation_id=conv, role="user", content=question),
                 Message(
-                    conversation_id=conv.id,
+                    conversation_id=conv,
                     role="assistant",
                     content=answer.answer,
                     cited_case_ids=list(answer.citedCaseIds),
@@ -78,11 +144,11 @@ def record_exchange(db: Database, scan_id: str, doctor_id: int, question: str, a
                 ),
             ]
         )
-        return conv.id
+        return conv
 
 
 def history(db: Database, scan_id: str, doctor_id: int) -> list[dict[str, Any]]:
-    """The doctor's messages on a scan, oldest first."""
+    """The doctor's messages on a scan in submission order; a pending answer has ``pending`` True."""
     with db.read_only() as s:
         rows = s.scalars(
             select(Message)
@@ -97,6 +163,7 @@ def history(db: Database, scan_id: str, doctor_id: int) -> list[dict[str, Any]]:
                 "citedCaseIds": m.cited_case_ids,
                 "confidence": m.confidence,
                 "at": m.created_at,
+                "pending": m.role == "assistant" and m.content == PENDING_ANSWER,
             }
             for m in rows
         ]

@@ -13,13 +13,15 @@ import concurrent.futures
 import logging
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from core.answer.compose import compose, confidence_for
+from core.answer.compose import compose, confidence_for, out_of_scope_answer
+from core.answer.facts import AnswerFacts
 from core.answer.guard import GuardReport, enforce
 from core.answer.prompt import ask_messages, prompt_hash
-from core.answer.records import audit, check_rate_limit, record_exchange
+from core.answer.records import audit, begin_exchange, check_rate_limit, complete_exchange
+from core.answer.understand import understand
 from core.cases import build_context_bundle
 from core.contracts import AskAnswer, BundleResult, no_comparable_answer
 from core.errors import CasebookError, InvalidInputError, NotFoundError
@@ -27,7 +29,9 @@ from core.llm.base import LLM
 from core.runtime import Runtime
 from core.store.models import User
 
-__all__ = ["AskEvent", "AskResult", "ask_question", "stream_answer"]
+__all__ = ["ANSWER_FAILED", "AskEvent", "AskResult", "answer_readonly", "ask_question", "stream_answer"]
+
+ANSWER_FAILED = "The answer could not be produced; please ask again."
 
 log = logging.getLogger(__name__)
 Path_ = Literal["fixed", "extractive", "llm"]
@@ -43,6 +47,14 @@ class AskResult:
     instant: AskAnswer | None = None
     removed: list[tuple[str, str]] = field(default_factory=list)
     seconds: float = 0.0
+    intent: str | None = None
+    facts: AnswerFacts | None = None
+    guideline_question: str | None = None
+
+    @property
+    def model_used(self) -> bool:
+        """True when the answer shown was written by the language model."""
+        return self.path == "llm"
 
 
 @dataclass(frozen=True)
@@ -69,24 +81,43 @@ def _validate(rt: Runtime, question: str, doctor_id: int) -> str:
     return q
 
 
-def _prepare(rt: Runtime, scan_id: str, question: str, doctor_id: int) -> tuple[str, BundleResult, AskResult | None]:
+def _stale_after_s(rt: Runtime) -> float:
+    """A pending answer older than this is treated as abandoned (a crashed session), not in flight."""
+    return 2 * rt.settings.ask.llm_budget_s + 30
+
+
+def _prepare(rt: Runtime, scan_id: str, question: str, doctor_id: int) -> tuple[str, BundleResult, AskResult, int]:
+    """Validate, count the request, store the question, then compose the instant answer."""
     q = _validate(rt, question, doctor_id)
     a = rt.settings.ask
     check_rate_limit(rt.db, doctor_id, limit=a.rate_limit_per_minute, window_s=a.rate_window_s)
+    pending = begin_exchange(rt.db, scan_id, doctor_id, q, stale_after_s=_stale_after_s(rt))
+    try:
+        return (q, *_instant(rt, scan_id, q), pending)
+    except Exception:
+        complete_exchange(rt.db, pending, AskAnswer(answer=ANSWER_FAILED, citedCaseIds=[], confidence="low"))
+        raise
+
+
+def _instant(rt: Runtime, scan_id: str, q: str) -> tuple[BundleResult, AskResult]:
+    if understand(q).intent == "treatment":  # out of scope whatever the evidence holds
+        composed_ans = out_of_scope_answer()
+        why = "treatment and management are out of scope"
+        return BundleResult(bundle=None), AskResult(
+            composed_ans, "fixed", why, composed_ans, intent="treatment", guideline_question=q
+        )
     result = build_context_bundle(rt, scan_id)
     if result.bundle is None:
         reason = result.empty_reason.value if result.empty_reason else "no_bundle"
-        return q, result, AskResult(no_comparable_answer(), "fixed", reason)
-    composed = compose(q, result, a)
-    if composed.intent is None:
-        return (
-            q,
-            result,
-            AskResult(
-                composed.answer, "fixed", f"ungrounded terms: {', '.join(composed.ungrounded)}", instant=composed.answer
-            ),
-        )
-    return q, result, AskResult(composed.answer, "extractive", instant=composed.answer)
+        return result, AskResult(no_comparable_answer(), "fixed", reason)
+    composed = compose(q, result, rt.settings.ask)
+    if composed.kind == "out_of_scope":
+        res = AskResult(composed.answer, "fixed", composed.reason, composed.answer, intent=composed.intent, guideline_question=q)
+    elif composed.kind == "insufficient":
+        res = AskResult(composed.answer, "fixed", composed.reason, composed.answer, intent=composed.intent, facts=composed.facts)
+    else:
+        res = AskResult(composed.answer, "extractive", None, composed.answer, intent=composed.intent, facts=composed.facts)
+    return result, res
 
 
 def _from_guard(
@@ -94,34 +125,32 @@ def _from_guard(
 ) -> AskResult:
     elapsed = time.monotonic() - started
     if report.insufficient:
-        return AskResult(
-            instant.answer,
-            "extractive",
-            "the model found the data insufficient; extractive answer kept",
-            instant.answer,
-            report.removed,
-            elapsed,
+        return replace(
+            instant,
+            path="extractive",
+            reason="the model found the data insufficient; extractive answer kept",
+            removed=report.removed,
+            seconds=elapsed,
         )
     if not report.kept or not report.cited:
-        return AskResult(
-            instant.answer,
-            "extractive",
-            "the model's answer failed the answer rules",
-            instant.answer,
-            report.removed,
-            elapsed,
+        return replace(
+            instant,
+            path="extractive",
+            reason="the model's answer failed the answer rules",
+            removed=report.removed,
+            seconds=elapsed,
         )
     assert result.bundle is not None
     answer = AskAnswer(
         answer=report.text, citedCaseIds=report.cited, confidence=confidence_for(result.bundle, rt.settings.ask)
     )
-    return AskResult(answer, "llm", None, instant.answer, report.removed, elapsed)
+    return replace(instant, answer=answer, path="llm", reason=None, removed=report.removed, seconds=elapsed)
 
 
 def _finish(
-    rt: Runtime, scan_id: str, doctor_id: int, q: str, res: AskResult, backend: str | None, phash: str | None
+    rt: Runtime, scan_id: str, doctor_id: int, pending: int, res: AskResult, backend: str | None, phash: str | None
 ) -> None:
-    record_exchange(rt.db, scan_id, doctor_id, q, res.answer)
+    complete_exchange(rt.db, pending, res.answer)
     audit(
         rt.db,
         actor_id=doctor_id,
@@ -130,33 +159,54 @@ def _finish(
         backend=backend,
         prompt_hash=phash,
         outcome=res.path if res.reason is None else f"{res.path}:fallback",
-        detail={"removed": len(res.removed), "cited": len(res.answer.citedCaseIds), "reason": res.reason},
+        detail={
+            "removed": len(res.removed),
+            "cited": len(res.answer.citedCaseIds),
+            "reason": res.reason,
+            "intent": res.intent,
+        },
     )
+
+
+def _with_llm(rt: Runtime, result: BundleResult, instant: AskResult, q: str, llm: LLM, started: float) -> AskResult:
+    """The guarded LLM answer within the time budget, or the instant answer with the reason it stands."""
+    messages = ask_messages(result, q)
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+    future = pool.submit(llm.chat, messages)
+    try:
+        completion = future.result(timeout=rt.settings.ask.llm_budget_s)
+        return _from_guard(rt, result, enforce(completion.text, result), instant, started)
+    except concurrent.futures.TimeoutError:
+        return replace(instant, path="extractive", reason="the model was slower than its time budget")
+    except CasebookError as exc:
+        log.warning("LLM backend failed: %s", exc)
+        return replace(instant, path="extractive", reason=f"the model failed: {exc}")
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def answer_readonly(rt: Runtime, scan_id: str, question: str, llm: LLM | None = None) -> tuple[BundleResult, AskResult]:
+    """The answer ``ask_question`` would give, without rate limit, history or audit (for evaluation)."""
+    started = time.monotonic()
+    result, instant = _instant(rt, scan_id, question.strip())
+    if instant.path == "fixed" or llm is None:
+        return result, replace(instant, seconds=time.monotonic() - started)
+    return result, _with_llm(rt, result, instant, question.strip(), llm, started)
 
 
 def ask_question(rt: Runtime, scan_id: str, question: str, doctor_id: int, llm: LLM | None = None) -> AskResult:
     """Answer ``question`` about ``scan_id`` for ``doctor_id``; see the module docstring."""
     started = time.monotonic()
-    q, result, instant = _prepare(rt, scan_id, question, doctor_id)
-    assert instant is not None
+    q, result, instant, pending = _prepare(rt, scan_id, question, doctor_id)
     if instant.path == "fixed" or llm is None:
-        _finish(rt, scan_id, doctor_id, q, instant, None, None)
+        _finish(rt, scan_id, doctor_id, pending, instant, None, None)
         return instant
-    messages = ask_messages(result, q)
-    phash = prompt_hash(messages)
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
-    future = pool.submit(llm.chat, messages)
     try:
-        completion = future.result(timeout=rt.settings.ask.llm_budget_s)
-        final = _from_guard(rt, result, enforce(completion.text, result), instant, started)
-    except concurrent.futures.TimeoutError:
-        final = AskResult(instant.answer, "extractive", "the model was slower than its time budget", instant.answer)
-    except CasebookError as exc:
-        log.warning("LLM backend failed: %s", exc)
-        final = AskResult(instant.answer, "extractive", f"the model failed: {exc}", instant.answer)
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
-    _finish(rt, scan_id, doctor_id, q, final, llm.backend, phash)
+        final = _with_llm(rt, result, instant, q, llm, started)
+    except Exception:
+        _finish(rt, scan_id, doctor_id, pending, instant, llm.backend, None)
+        raise
+    _finish(rt, scan_id, doctor_id, pending, final, llm.backend, prompt_hash(ask_messages(result, q)))
     return final
 
 
@@ -165,11 +215,10 @@ def stream_answer(
 ) -> Iterator[AskEvent]:
     """Yield the instant answer, then LLM text deltas, then the final guarded answer."""
     started = time.monotonic()
-    q, result, instant = _prepare(rt, scan_id, question, doctor_id)
-    assert instant is not None
+    q, result, instant, pending = _prepare(rt, scan_id, question, doctor_id)
     yield AskEvent("instant", instant.answer.answer, instant)
     if instant.path == "fixed" or llm is None:
-        _finish(rt, scan_id, doctor_id, q, instant, None, None)
+        _finish(rt, scan_id, doctor_id, pending, instant, None, None)
         yield AskEvent("final", result=instant)
         return
     messages = ask_messages(result, q)
@@ -180,13 +229,11 @@ def stream_answer(
             parts.append(delta)
             yield AskEvent("delta", delta)
             if time.monotonic() - started > rt.settings.ask.llm_budget_s:
-                final = AskResult(
-                    instant.answer, "extractive", "the model was slower than its time budget", instant.answer
-                )
+                final = replace(instant, path="extractive", reason="the model was slower than its time budget")
                 break
     except CasebookError as exc:
-        final = AskResult(instant.answer, "extractive", f"the model failed: {exc}", instant.answer)
+        final = replace(instant, path="extractive", reason=f"the model failed: {exc}")
     if final is None:
         final = _from_guard(rt, result, enforce("".join(parts), result), instant, started)
-    _finish(rt, scan_id, doctor_id, q, final, llm.backend, prompt_hash(messages))
+    _finish(rt, scan_id, doctor_id, pending, final, llm.backend, prompt_hash(messages))
     yield AskEvent("final", result=final)

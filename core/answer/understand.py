@@ -1,0 +1,280 @@
+"""Question understanding: what a doctor asks (the intent) and what it names (entities, events).
+
+A question is normalised (shorthand such as "pt", "f/u", "c/w", "ddx" expanded;
+misspelt words corrected against the cue and entity vocabulary), then matched
+against cue patterns in a fixed precedence: treatment and general knowledge are
+recognised first because they are out of scope whatever else the question says.
+Conditions and findings are found by surface form (longest first); a word shaped
+like a disease name ("-itis", "-oma", "... syndrome") that the lexicon does not
+know is kept as an unknown condition so it can be reported absent.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Literal
+
+from core.answer.lexicon import AMBIGUOUS_ABBREVIATIONS, Entity, correct_token, surface_index
+
+__all__ = ["EVENTS", "Event", "Intent", "Understanding", "normalise", "understand"]
+
+Intent = Literal[
+    "outcomes",
+    "count",
+    "differential",
+    "severity",
+    "prior",
+    "why_similar",
+    "treatment",
+    "prediction",
+    "general_knowledge",
+    "summary",
+]
+
+
+@dataclass(frozen=True)
+class Event:
+    """Something an outcome may record (admission, death...): question cues and outcome stems."""
+
+    name: str
+    cues: tuple[str, ...]
+    stems: tuple[str, ...]
+
+
+# Outcome events a count question may ask about. Stems are matched in outcome text; "no <stem>"
+# in an outcome records the event as absent for that case.
+EVENTS: tuple[Event, ...] = (
+    Event("admission", ("admission", "admitted", "admit", "hospitalised", "hospitalized", "hospital"), ("admission", "admitted", "hospital")),
+    Event("intensive care", ("icu", "itu", "intensive care", "critical care"), ("intensive care",)),
+    Event("death", ("died", "die", "death", "deaths", "dead", "mortality", "fatal", "passed away"), ("died", "death")),
+    Event("relapse", ("relapse", "relapsed", "relapses", "flare"), ("relapse",)),
+    Event("recurrence", ("recurrence", "recurred", "recur", "recurrent", "came back"), ("recurrence", "recurred")),
+    Event("new lesions", ("new lesions", "new lesion"), ("new lesions",)),
+    Event("progression", ("progression", "progressed", "progress", "grew", "growth", "worsened"), ("progression", "progressive", "growth")),
+    Event("exacerbation", ("exacerbation", "exacerbations", "exacerbated"), ("exacerbation",)),
+    Event("disability", ("disability", "disabled", "disabilities"), ("disability", "paraplegia")),
+    Event("persistent pain", ("persistent pain", "chronic pain", "ongoing pain", "still in pain"), ("persistent", "chronic pain")),
+    Event("resolution", ("resolved", "resolve", "resolution", "cleared"), ("resolved", "cleared")),
+    Event("recovery", ("recovered", "recover", "recovery", "got better"), ("recover",)),
+    Event("stable course", ("stable", "stayed stable", "no change", "unchanged"), ("stable", "no change")),
+    Event("perforation", ("perforated", "perforation", "perf"), ("perforat",)),
+    Event("vision loss", ("vision loss", "lost vision", "blind", "blindness"), ("vision loss", "vision reduced")),
+)
+SEVERITIES = ("critical", "high", "moderate", "low")
+
+_SHORTHAND = (
+    (r"\bf/u\b", " follow-up "),
+    (r"\bc/w\b", " compared with "),
+    (r"\bw/o\b", " without "),
+    (r"\bw/", " with "),
+    (r"\br/o\b", " rule out "),
+    (r"\bh/o\b", " history of "),
+    (r"\bs/p\b", " status post "),
+    (r"#\s*(?:of\b)?", " number of "),
+    (r"\bno\.\s*(?:of\b)?", " number of "),
+    (r"\bvs\.?\b", " versus "),
+    (r"\b5-?yr\b", " five year "),
+)
+_WORDS = {
+    "pt": "patient", "pts": "patients", "px": "prognosis", "dx": "diagnosis", "ddx": "differential",
+    "tx": "treatment", "rx": "treatment", "mgmt": "management", "sim": "similar", "sev": "severity",
+    "abx": "antibiotics", "recs": "recommendations", "r": "are", "u": "you", "wud": "would", "wat": "what",
+    "wats": "what is", "wy": "why", "y": "why", "wil": "will", "whats": "what is", "hows": "how is", "ur": "your", "gonna": "going to", "hx": "history",
+    "prev": "previous", "approx": "approximately", "yrs": "years", "yr": "year", "imgs": "images", "ct": "ct",
+}
+
+# Cue patterns per intent, checked in this order (the first that matches wins).
+_CUES: tuple[tuple[Intent, str], ...] = (
+    (
+        "treatment",
+        r"\b(treat\w*|therap\w*|manag\w*|medic\w*|drugs?|doses?|dosing|dosage|prescri\w*|antibiotics?|steroids?|"
+        r"inhalers?|bronchodilat\w*|rehab\w*|physio\w*|surg\w*|\w+ectomy|\w+otomy|drains?|thromboly\w*|alteplase|"
+        r"tpa|tamoxifen|chemo\w*|radiotherap\w*|radiation therapy|ablation|tace|laser|anti-?vegf|injections?|"
+        r"excision|excise|margins?|dmt|disease-modifying|regimen|candidate for|next step|operat\w*|"
+        r"(?:should|shall|can|do) (?:we|i|he|she|they) (?:start|give|go on|insert|use|stop|continue|switch)|"
+        r"should (?:he|she|they|the patient) (?:go on|be (?:given|started|put))|what should we give|"
+        r"recommendations? for (?:this|the) patient|\w+(?:mab|nib|cillin|mycin|pril|olol|statin|parin|xaban|plase))\b",
+    ),
+    (
+        "general_knowledge",
+        r"\b(literature|studies (?:show|say|suggest)|research|study shows?|published|trials?|guidelines?|in general|general population|"
+        r"incidence|prevalence|sensitivity|specificity|pathophysiology|aetiology|etiology|epidemiology|"
+        r"worldwide|globally|nationally|textbook|evidence says|what causes)\b",
+    ),
+    (
+        "prediction",
+        r"\b(will (?:he|she|they|this patient|the patient|this pt|it) |going to be|chances?|odds|"
+        r"is (?:he|she|this patient|the patient) likely|likely to (?:survive|recover|die))",
+    ),
+    (
+        "count",
+        r"\b(how many|how (?:often|frequently)|number of|what (?:proportion|fraction|percentage|share)|"
+        r"what % |count of|any of them .* how many|out of the)\b",
+    ),
+    (
+        "prior",
+        r"\b(prior|previous\w*|before|earlier|last (?:time|scan|study|imaging|report|exam)|interval|"
+        r"since (?:the )?last|old report|baseline|getting worse|change since|change from)\b",
+    ),
+    (
+        "why_similar",
+        r"\b(why (?:are|were|is|these|those|this|the)\b.*\b(similar|match\w*|picked|chosen|cases)|"
+        r"what makes (?:them|these|it)|how (?:close|good|similar|reliable) (?:are|were|is)|similarity scores?)",
+    ),
+    (
+        "severity",
+        r"\b(sever\w*|critical\w*|serious\w*|worried|worry|concern\w*|sick|how bad|urgent\w*|emergenc\w*|worst|"
+        r"life-?threatening|acuity)\b",
+    ),
+    (
+        "differential",
+        r"\b(diagnos\w*|differential|what else|agree\w*|is (?:this|it) really|consistent with|could (?:this|it) be|"
+        r"confiden\w*|ai (?:read|reading)|rule out|likely diagnosis|what is this|is (?:this|it) (?:a |an )?\w+)",
+    ),
+    (
+        "outcomes",
+        r"\b(outcome\w*|prognos\w*|course|happen\w*|turn(?:ed)? out|do over time|how (?:did|do|does) .* do|"
+        r"recover\w*|surviv\w*|follow-up|fare|end(?:ed)? up|results?)\b",
+    ),
+)
+_DISEASE_SHAPE = re.compile(
+    r"\b([a-z]+ )?([a-z]{4,}(?:itis|oma|osis|opathy|aemia|emia|ectasis|plasia))\b|"
+    r"\b([a-z]+(?: [a-z]+)?) (syndrome|disease|disorder)\b"
+)
+# Words with a disease-like ending that are not conditions.
+_NOT_CONDITIONS = frozenset({"prognosis", "diagnosis", "diagnoses", "pathophysiology", "neuropathy", "stenosis"})
+_COMMON = frozenset(
+    str.split(
+        "a an and are as at be been but by can could did do does for from had has have how i if in into is it its me "
+    "my of on or our so than that the their them then there these they this those to was we were what when where "
+    "which who why will with would you your any all about also he she his her him one two three some more most "
+    "other others same now here just really honestly going get got look looked like looks ok okay well new old "
+        "said say says go give given need needed needs take took type kind did done make makes made sure over time"
+    )
+)
+
+
+@dataclass(frozen=True)
+class Understanding:
+    """The intent of a question and what it names."""
+
+    intent: Intent
+    text: str
+    entities: tuple[Entity, ...] = ()
+    unknown: tuple[str, ...] = ()
+    event: Event | None = None
+    severity: str | None = None
+    corrected: dict[str, str] = field(default_factory=dict)
+
+
+@cache
+def _vocabulary() -> tuple[str, ...]:
+    words: set[str] = set(_COMMON) | set(_WORDS.values())
+    for _, pattern in _CUES:
+        words |= {w for w in re.findall(r"[a-z]{4,}", pattern)}
+    for s in surface_index():
+        words |= set(s.split())
+    for e in EVENTS:
+        for c in e.cues:
+            words |= set(c.split())
+    words |= {"similar", "cases", "case", "matches", "matched", "patients", "patient", "scan", "scans", "findings",
+              "outcomes", "prognosis", "diagnosis", "diagnoses", "severity", "critical", "compared", "comparable",
+              "which", "what", "many", "worse", "better", "worried", "really", "looked", "turn", "turned",
+              "clinical", "clinically", "summarise", "summarize", "summary", "course", "picked", "lookalike",
+              "happened", "similarly", "closely", "matching", "considered", "consider", "others", "another",
+              "current", "recent", "latest", "images", "image", "imaging", "study", "studies", "report",
+              "reports", "reading", "result", "results", "think", "should", "could", "would", "patterns",
+              "pattern", "finding", "explain", "tell", "show", "shows", "list", "order", "first",
+              "chance", "change", "changes", "changed", "range", "means", "mean", "meaning", "match", "since", "after", "before", "still", "there", "where", "when", "while", "either", "whether"}
+    return tuple(sorted(words))
+
+
+_SUFFIX = re.compile(r"(?:itis|oma|osis|opathy|aemia|emia|ectasis|plasia)$")
+
+
+@cache
+def _single_surfaces() -> tuple[str, ...]:
+    return tuple(sorted(s for s in surface_index() if " " not in s))
+
+
+def normalise(question: str) -> tuple[str, dict[str, str]]:
+    """Lower-case text with shorthand expanded and misspellings corrected; also the corrections made."""
+    text = question.lower()
+    for pattern, repl in _SHORTHAND:
+        text = re.sub(pattern, repl, text)
+    tokens = re.findall(r"[a-z0-9%]+(?:[-'][a-z0-9]+)*|[?]", text)
+    vocab = _vocabulary()
+    known = set(vocab)
+    corrected: dict[str, str] = {}
+    out: list[str] = []
+    for tok in tokens:
+        word = _WORDS.get(tok, tok)
+        if word == tok and tok not in known and "-" not in tok:
+            # A disease-shaped word is corrected only to a whole condition name, never to part of one.
+            fixed = correct_token(tok, _single_surfaces() if _SUFFIX.search(tok) else vocab)
+            if fixed != tok:
+                corrected[tok] = fixed
+                word = fixed
+        out.append(word)
+    return " ".join(out).replace(" ?", "?"), corrected
+
+
+def _entities(question: str, text: str) -> tuple[list[Entity], list[str]]:
+    """Entities by surface form, longest first, and unknown disease-shaped phrases."""
+    found: list[Entity] = []
+    plain = f" {re.sub(r'[-_?]', ' ', text)} "
+    upper = set(re.findall(r"\b[A-Z]{2,5}\b", question))
+    for surface in sorted(surface_index(), key=len, reverse=True):
+        if f" {surface} " not in plain:
+            continue
+        if surface in AMBIGUOUS_ABBREVIATIONS and surface.upper() not in upper:
+            continue
+        entity = surface_index()[surface]
+        if entity not in found:
+            found.append(entity)
+        plain = plain.replace(f" {surface} ", " # ")
+    unknown = []
+    for m in _DISEASE_SHAPE.finditer(plain):
+        phrase = " ".join(g for g in m.groups() if g).strip()
+        head = m.group(2) or m.group(3) or ""
+        if head in _NOT_CONDITIONS or "#" in phrase:
+            continue
+        words = [w for w in phrase.split() if w not in _COMMON]
+        if words:
+            unknown.append(" ".join(words))
+    return found, unknown
+
+
+def _event(text: str) -> Event | None:
+    best: tuple[int, Event] | None = None
+    for e in EVENTS:
+        for cue in e.cues:
+            m = re.search(rf"\b{re.escape(cue)}\b", text)
+            if m and (best is None or m.start() < best[0]):
+                best = (m.start(), e)
+    return best[1] if best else None
+
+
+def understand(question: str) -> Understanding:
+    """Intent, entities, unknown condition names and the count target of ``question``."""
+    text, corrected = normalise(question)
+    intent: Intent = "summary"
+    for name, pattern in _CUES:
+        if re.search(pattern, text):
+            intent = name
+            break
+    found, unknown = _entities(question, text)
+    severity = next((s for s in SEVERITIES if re.search(rf"\b{s}\b", text)), None)
+    if severity in {"high", "low", "moderate"} and not re.search(r"\bsever\w*\b", text):
+        severity = None
+    return Understanding(
+        intent=intent,
+        text=text,
+        entities=tuple(found),
+        unknown=tuple(unknown),
+        event=_event(text),
+        severity=severity,
+        corrected=corrected,
+    )

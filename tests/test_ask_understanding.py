@@ -1,0 +1,217 @@
+"""Ask AI question understanding, computed facts, the doctor-question targets and chat history that holds."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from sqlalchemy import select
+
+from core.answer.compose import OUT_OF_SCOPE
+from core.answer.evaluate import TARGETS, load_questions, required_facts, run_eval, summarise
+from core.answer.facts import bundle_facts
+from core.answer.records import PENDING_ANSWER, begin_exchange, complete_exchange, history
+from core.answer.service import ask_question, stream_answer
+from core.answer.understand import EVENTS, understand
+from core.contracts import (
+    INSUFFICIENT_DATA,
+    AskAnswer,
+    BundleResult,
+    ContextBundle,
+    CurrentScan,
+    PatientContextOut,
+    SimilarCaseBrief,
+)
+from core.errors import ConflictError
+from core.runtime import Runtime
+from core.settings import REPO_ROOT
+from core.store.models import User
+from tests.conftest import scan_of
+
+QUESTIONS = REPO_ROOT / "tests" / "data" / "doctor_questions.json"
+
+
+def _doctor(rt: Runtime) -> int:
+    with rt.db.read_only() as s:
+        return int(s.scalar(select(User.id).where(User.username == "dr.chen")) or 0)
+
+
+@pytest.mark.parametrize(
+    "question, intent",
+    [
+        ("f/u outcomes for similar pts?", "outcomes"),
+        ("how mnay of the simillar cases were admitted", "count"),
+        ("c/w prior?", "prior"),
+        ("Is this getting worse compared with before?", "prior"),
+        ("ddx?", "differential"),
+        ("wich of the matchs were critcal", "severity"),
+        ("Should we be worried about a pneumothorax?", "severity"),
+        ("which abx should we start?", "treatment"),
+        ("Tx recs for this pt?", "treatment"),
+        ("What do published trials say about tamoxifen here?", "treatment"),
+        ("what does the literature say about HCC?", "general_knowledge"),
+        ("wil the patient get better", "prediction"),
+        ("wy are these cases simillar", "why_similar"),
+        ("Summarise the clinical course of the matched cases.", "outcomes"),
+    ],
+)
+def test_intents_survive_shorthand_and_typos(question: str, intent: str) -> None:
+    assert understand(question).intent == intent
+
+
+def test_entities_abbreviations_typos_and_unknown_conditions() -> None:
+    assert [e.name for e in understand("could this be PE?").entities] == ["Pulmonary embolism"]
+    assert understand("could this be pe?").entities == ()  # 'pe' in lower case is too ambiguous to count
+    assert [e.name for e in understand("any gliobastoma in the simlar cases").entities] == ["Glioblastoma"]
+    assert [e.name for e in understand("r/o pleural efusion?").entities] == ["Pleural effusion"]
+    assert [e.name for e in understand("Is this the PTX getting worse?").entities] == ["Pneumothorax"]
+    assert understand("Is there evidence of ankylosing spondylitis?").unknown == ("ankylosing spondylitis",)
+    assert understand("Is this consistent with Zorblax syndrome?").unknown == ("zorblax syndrome",)
+    assert understand("What is the prognossis?").unknown == ()
+    admission = understand("how many needed admission?").event
+    assert admission is not None and admission.name == "admission"
+
+
+def _result(outcomes: list[str], severities: list[str]) -> BundleResult:
+    bundle = ContextBundle(
+        currentScan=CurrentScan(anatomy="breast", diagnosis="Invasive ductal carcinoma", confidence=0.8),
+        patientContext=PatientContextOut(),
+        similarCases=[
+            SimilarCaseBrief(diagnosis="Invasive ductal carcinoma", outcome=o, similarity=0.9) for o in outcomes
+        ],
+        priorReports=[],
+    )
+    return BundleResult(
+        bundle=bundle, case_ids=[f"HC-{i:05d}" for i in range(len(outcomes))], severities=list(severities)
+    )
+
+
+def test_counts_are_computed_from_the_cited_outcomes() -> None:
+    facts = bundle_facts(
+        _result(
+            ["Distant recurrence at 3 years", "No recurrence at 5 years", "Local recurrence at 3 years", "Died"],
+            ["high", "moderate", "high", "critical"],
+        ),
+        max_cases=3,
+    )
+    recurrence = next(e for e in EVENTS if e.name == "recurrence")
+    count = facts.count(recurrence)
+    assert count.positive == ("HC-00000", "HC-00002") and count.negative == ("HC-00001",) and count.total == 3
+    admission = facts.count(next(e for e in EVENTS if e.name == "admission"))
+    assert not admission.recorded  # never "0 of 3": the outcomes do not record admission at all
+    assert [s for s, _ in facts.by_severity()] == ["high", "moderate"]  # only the 3 cited cases
+    assert required_facts({"count": {"keyword": "recurrence"}}, ["Distant recurrence", "No recurrence"], []) == [
+        "1 of 2"
+    ]
+
+
+def test_count_answer_states_the_computed_number(demo: Runtime) -> None:
+    from core.answer.service import answer_readonly
+
+    sid = scan_of(demo, "priya.nair")
+    _, res = answer_readonly(demo, sid, "How did similar patients with this pneumonia pattern do?")
+    assert res.intent == "outcomes" and res.answer.citedCaseIds
+    _, counted = answer_readonly(demo, sid, "how many needed admission?")
+    assert counted.intent == "count" and "Admission is not recorded in the outcomes of the 5 similar cases" in (
+        counted.answer.answer
+    )
+
+
+def test_absent_condition_reason_is_one_sentence(demo: Runtime) -> None:
+    from core.answer.service import answer_readonly
+
+    _, res = answer_readonly(demo, scan_of(demo, "priya.nair"), "Should we be worried about a pneumothorax?")
+    assert res.answer.answer == INSUFFICIENT_DATA and res.reason is not None
+    assert res.reason.startswith("Pneumothorax is not mentioned") and res.reason.count(".") == 1
+    _, present = answer_readonly(demo, scan_of(demo, "rahul.mehta"), "Should we be worried about a pneumothorax?")
+    assert present.path == "extractive" and "No pneumothorax." in present.answer.answer
+
+
+def test_treatment_is_out_of_scope_even_without_evidence(demo: Runtime) -> None:
+    from core.answer.service import answer_readonly
+
+    for user in ("priya.nair", "ewa.kowalska"):  # ewa's scan has no embedding: no bundle at all
+        _, res = answer_readonly(demo, scan_of(demo, user), "Which antibiotic and dose should we start?")
+        assert res.answer.answer == OUT_OF_SCOPE and res.answer.citedCaseIds == [] and res.intent == "treatment"
+        assert res.guideline_question == "Which antibiotic and dose should we start?"
+
+
+def test_doctor_question_targets_hold_on_both_splits(demo: Runtime) -> None:
+    items = load_questions(QUESTIONS)
+    results = run_eval(demo, items)
+    for split in ("train", "test"):
+        m = summarise([r for r in results if r.split == split])
+        assert m["answer_rate"] >= TARGETS["answer_rate"], (split, m)
+        assert m["handled_rate"] >= TARGETS["handled_rate"], (split, m)
+        assert m["invalid_citations"] == 0 and m["numbers_not_in_evidence"] == 0, (split, m)
+
+
+def test_question_set_shape() -> None:
+    data = json.loads(QUESTIONS.read_text())
+    items = data["items"]
+    assert len(items) >= 240 and len({i["anatomy"] for i in items}) == 8
+    assert len({(i["user"], i["scan"]) for i in items}) >= 15
+    test = [i for i in items if i["split"] == "test"]
+    assert abs(len(test) / len(items) - 0.3) < 0.01
+    for intent in {i["intent"] for i in items} - {"absent_condition"}:
+        styles = {i["style"] for i in items if i["intent"] == intent}
+        assert len({i["question"] for i in items if i["intent"] == intent}) >= 4
+        assert {"colloquial", "terse", "misspelt", "abbreviated"} <= styles or intent in {"treatment"}, intent
+
+
+# -- chat history ---------------------------------------------------------------
+def test_question_is_stored_at_submission_and_a_second_is_refused(fresh: Runtime) -> None:
+    sid, doc = scan_of(fresh, "li.wei"), _doctor(fresh)
+    pending = begin_exchange(fresh.db, sid, doc, "First question?", stale_after_s=60)
+    msgs = history(fresh.db, sid, doc)
+    assert [m["content"] for m in msgs] == ["First question?", PENDING_ANSWER] and msgs[1]["pending"]
+    with pytest.raises(ConflictError) as err:
+        ask_question(fresh, sid, "Second question?", doc)
+    assert "Wait for the answer" in err.value.hint
+    complete_exchange(fresh.db, pending, AskAnswer(answer="First answer.", citedCaseIds=[], confidence="low"))
+    ask_question(fresh, sid, "What is the prognosis?", doc)
+    msgs = history(fresh.db, sid, doc)
+    assert [m["content"] for m in msgs][:3] == ["First question?", "First answer.", "What is the prognosis?"]
+    assert not any(m["pending"] for m in msgs)
+
+
+def test_an_abandoned_pending_answer_does_not_block_forever(fresh: Runtime) -> None:
+    sid, doc = scan_of(fresh, "li.wei"), _doctor(fresh)
+    begin_exchange(fresh.db, sid, doc, "Lost question?", stale_after_s=60)
+    begin_exchange(fresh.db, sid, doc, "Next question?", stale_after_s=0)  # stale at once: allowed
+    assert [m["content"] for m in history(fresh.db, sid, doc)][::2] == ["Lost question?", "Next question?"]
+
+
+def test_streamed_question_is_in_history_before_the_answer(fresh: Runtime) -> None:
+    sid, doc = scan_of(fresh, "li.wei"), _doctor(fresh)
+    events = stream_answer(fresh, sid, "What is the prognosis?", doc)
+    first = next(events)
+    assert first.kind == "instant"
+    assert history(fresh.db, sid, doc)[-1]["pending"]  # stored at submission, answer still pending
+    list(events)
+    last = history(fresh.db, sid, doc)[-1]
+    assert not last["pending"] and last["citedCaseIds"]
+
+
+def test_cli_ask_json_adds_intent(fresh: Runtime) -> None:
+    env = {
+        **os.environ,
+        "CASEBOOK_PRESET": "test",
+        "CASEBOOK_PATHS__DATA_DIR": str(fresh.settings.paths.data_dir),
+        "CASEBOOK_PATHS__INDEX_DIR": str(fresh.settings.paths.index_dir),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "core", "ask", scan_of(fresh, "imran.khan"), "how many died?", "--extractive", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO_ROOT,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert {"answer", "citedCaseIds", "confidence", "intent"} <= set(out) and out["intent"] == "count"
