@@ -36,6 +36,7 @@ from core.guideline.settings import GuidelineQASettings
 from core.imaging.settings import ImagingSettings
 from core.kb.settings import KBSettings
 from core.llm.settings import LLMSettings
+from core.privacy.settings import PrivacySettings
 from core.selfrag.settings import SelfRagSettings
 
 __all__ = [
@@ -215,6 +216,9 @@ class Settings(BaseSettings):
     ui: UISettings = Field(default_factory=UISettings, description="Web workbench.")
     imaging: ImagingSettings = Field(
         default_factory=ImagingSettings, description="Medical images: store, import, de-identification."
+    )
+    privacy: PrivacySettings = Field(
+        default_factory=PrivacySettings, description="De-identified egress to external language models."
     )
 
     @classmethod

@@ -64,6 +64,7 @@ class Fault:
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
     after_chunks: int = 2
+    message: str | None = None
 
 
 class FakeLLMServer:
@@ -120,9 +121,14 @@ class FakeLLMServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def fail_status(self, status: int, *, headers: dict[str, str] | None = None, times: int = 1) -> None:
-        """Answer the next ``times`` requests with HTTP ``status`` and an OpenAI-style error body."""
-        self._push(Fault("status", status=status, headers=headers or {}), times)
+    def fail_status(
+        self, status: int, *, headers: dict[str, str] | None = None, times: int = 1, message: str | None = None
+    ) -> None:
+        """Answer the next ``times`` requests with HTTP ``status`` and an OpenAI-style error body.
+
+        ``message`` replaces the body's error message (a hostile server's text).
+        """
+        self._push(Fault("status", status=status, headers=headers or {}, message=message), times)
 
     def fail_malformed(self, times: int = 1) -> None:
         """Answer 200 with a body (or SSE event) that is not valid JSON."""
@@ -205,7 +211,8 @@ class _Handler(BaseHTTPRequestHandler):
         chat = self.path.rstrip("/").endswith("/chat/completions")
         try:
             if fault and fault.kind == "status":
-                error = {"error": {"message": f"scripted HTTP {fault.status}", "type": "fake", "code": fault.status}}
+                message = fault.message or f"scripted HTTP {fault.status}"
+                error = {"error": {"message": message, "type": "fake", "code": fault.status}}
                 self._json(fault.status, error, fault.headers)
                 return
             if fault and fault.kind == "slow":

@@ -1,33 +1,63 @@
-"""Enforce the answer rules after generation, not only in the prompt.
+"""The output guard: normalise, then allow only what the bundle supports.
 
-Each sentence of a model's answer is kept only if every case ID it cites is in
-the bundle, every number it states comes from the bundle, it names no condition
-the bundle lacks, and it carries no treatment advice, outside knowledge or
-definitive recommendation. Verbatim bundle text (an outcome such as "Recovered
-after chest drain") is history, not advice, and is exempt from the word lists;
-prior-report text is exempt only when it passes the advice rules itself, so a
-signed report carrying injected advice cannot smuggle it into an answer.
-An answer left with no valid citation is rejected so the caller falls back.
+Every sentence of a model's text is checked in canonical form (NFKC, zero-width
+and bidi characters removed, confusables folded, case-folded; see
+:mod:`core.privacy.text`) and kept only when all of these hold:
+
+1. it carries no link, image, HTML or URL;
+2. every case id it cites, in any spelling ("HC-4", "hc 4", "case 4",
+   "HC-00004"), is in the bundle (a kept id is rewritten in its canonical form);
+3. it names no person (names passed in by the caller) and no drug, dose,
+   procedure or instruction to treat, makes no appeal to outside knowledge and
+   no definitive claim (word lists in :mod:`core.answer.guard_lexicon`);
+4. every number in it, written in digits or in words ("nine in ten", "five
+   hundred"), is a bundle number, a percentage of one, or a count of the cases;
+5. every other word is either in the bundle or an ordinary word of an answer
+   about similar cases (:data:`~core.answer.guard_lexicon.ANSWER_VOCABULARY`).
+
+That is an allow-list: a word the bundle does not support ("tuberculosis",
+"thoracostomy", "cohort", a patient's name) drops the sentence. Verbatim bundle
+phrases (an outcome such as "Recovered after chest drain", a diagnosis, a past
+condition) are history, not advice, and are exempt from rules 3 to 5; prior
+report text is exempt only when it passes rule 3 itself, so a signed report
+carrying injected advice cannot smuggle it into an answer. An answer left with
+no valid citation is rejected by the caller, which falls back.
+
+:func:`guard_draft_sections` applies the same checks to a report draft's
+FINDINGS and IMPRESSION, and a narrower allow-list to RECOMMENDATIONS, which
+may only suggest follow-up imaging, comparison with priors or clinical
+correlation.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from core.answer.rules import (
-    CASE_ID_RE,
-    allowed_numbers,
-    forbidden_reason,
-    numbers_in,
-    split_sentences,
-    unsupported_conditions,
+from core.answer.guard_facts import BundleFacts, content_words, facts_for, find_ids
+from core.answer.guard_lexicon import (
+    ANSWER_VOCABULARY,
+    DEFINITIVE,
+    DOSE_TERMS,
+    DRUG_CLASSES,
+    DRUGS,
+    MANAGEMENT,
+    OUTSIDE,
+    PROCEDURES,
+    RECOMMENDATION_VOCABULARY,
+    STOPWORDS,
+    number_values,
 )
 from core.contracts import INSUFFICIENT_DATA, BundleResult
+from core.privacy.text import normalise, strip_markup
 
-__all__ = ["GuardReport", "enforce"]
+__all__ = ["DraftGuard", "GuardReport", "enforce", "guard_draft_sections", "refusal_reason", "split_sentences"]
 
 log = logging.getLogger(__name__)
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[A-Z0-9(\"'\[<!])|\n+")
 
 
 @dataclass
@@ -46,57 +76,159 @@ class GuardReport:
         return " ".join(self.kept)
 
 
-def _without_bundle_text(sentence: str, phrases: list[str]) -> str:
-    out = sentence
+def split_sentences(text: str) -> list[str]:
+    """Sentences of a model's text (keeps decimals and case ids intact; a line break always splits)."""
+    return [p.strip(" -•*\t>#") for p in _SENTENCE_END.split(text.strip()) if p and p.strip(" -•*\t>#")]
+
+
+def _blank(text: str, phrases: Iterable[str]) -> str:
     for p in phrases:
         if p:
-            out = out.replace(p, " ")
+            text = text.replace(p, " ")
+    return text
+
+
+def refusal_reason(plain: str, *, names: Iterable[str] = (), drugs: Iterable[str] = ()) -> str | None:
+    """Why normalised ``plain`` text is refused outright (person, drug, dose, procedure, advice, outside
+    knowledge, certainty), or ``None``."""
+    words = set(content_words(plain))
+    if hit := sorted(words & {normalise(n) for n in names if n}):
+        return f"names a person: {len(hit)} name(s)"
+    if hit := sorted(words & (DRUGS | {normalise(d) for d in drugs if d})):
+        return f"treatment advice (drug): {hit[0]!r}"
+    for label, pattern in (
+        ("treatment advice (drug)", DRUG_CLASSES),
+        ("treatment advice (dose)", DOSE_TERMS),
+        ("treatment advice (procedure)", PROCEDURES),
+        ("treatment advice (management)", MANAGEMENT),
+        ("outside knowledge", OUTSIDE),
+        ("definitive claim", DEFINITIVE),
+    ):
+        if m := pattern.search(plain):
+            return f"{label}: {m.group(0)!r}"
+    return None
+
+
+@functools.cache
+def _conditions() -> tuple[str, ...]:
+    """Condition names of the case catalogue, normalised (a clearer reason than "unsupported terms")."""
+    from core.demo.catalog import CATALOG
+
+    return tuple(sorted({normalise(c.diagnosis) for c in CATALOG}, key=len, reverse=True))
+
+
+def _unsupported(plain: str, facts: BundleFacts, vocabulary: frozenset[str]) -> list[str]:
+    out: list[str] = []
+    for w in content_words(plain):
+        if w in STOPWORDS or w in vocabulary or facts.knows_word(w):
+            continue
+        parts = [p for p in w.split("-") if p]
+        if len(parts) > 1 and all(p in STOPWORDS or p in vocabulary or facts.knows_word(p) for p in parts):
+            continue
+        if w not in out:
+            out.append(w)
     return out
 
 
-def enforce(text: str, result: BundleResult) -> GuardReport:
-    """Check every sentence of ``text`` against ``result``; see the module docstring."""
-    bundle = result.bundle
+def _check(
+    sentence: str, facts: BundleFacts, names: Iterable[str], drugs: Iterable[str], vocabulary: frozenset[str]
+) -> tuple[str, str | None, list[str], list[str]]:
+    """``(display text, reason or None, cited canonical ids, invalid ids)`` for one sentence."""
+    shown, markup = strip_markup(sentence)
+    if markup:
+        return shown, f"link, image or HTML ({', '.join(markup)})", [], []
+    low = shown.casefold()
+    mentions = find_ids(low, facts)
+    bad = [m.written for m in mentions if m.canonical is None]
+    if bad:
+        return shown, f"cites case IDs not in the evidence: {', '.join(bad)}", [], bad
+    cited: list[str] = []
+    same_length = len(low) == len(shown)  # casefold can lengthen a character ("ß" -> "ss")
+    for m in reversed(mentions):  # rewrite "hc 4" as the canonical "HC-00004"
+        assert m.canonical is not None
+        if same_length:
+            shown = shown[: m.start] + m.canonical + shown[m.end :]
+        low = low[: m.start] + " " + low[m.end :]
+        cited.insert(0, m.canonical)
+    plain = _blank(low, facts.phrases)
+    plain = _blank(plain, [r for r in facts.advice_free_reports if refusal_reason(r) is None])
+    if (why := refusal_reason(plain, names=names, drugs=drugs)) is not None:
+        return shown, why, [], []
+    stray = [v for v in number_values(plain) if not facts.allows_number(v)]
+    if stray:
+        return shown, f"numbers not in the evidence: {', '.join(f'{v:g}' for v in stray)}", [], []
+    if extra := [c for c in _conditions() if c in plain]:
+        return shown, f"diagnoses not in the evidence: {', '.join(extra[:3])}", [], []
+    if extra := _unsupported(re.sub(r"\d+(?:[.,]\d+)*", " ", plain), facts, vocabulary):
+        return shown, f"terms not in the evidence: {', '.join(extra[:5])}", [], []
+    return shown, None, cited, []
+
+
+def enforce(text: str, result: BundleResult, *, names: Iterable[str] = (), drugs: Iterable[str] = ()) -> GuardReport:
+    """Check every sentence of ``text`` against ``result``; see the module docstring.
+
+    ``names`` are people's names to refuse (the user table's); ``drugs`` adds a
+    knowledge base's drug lexicon to the built-in list.
+    """
     report = GuardReport()
-    if bundle is None:
+    if result.bundle is None:
         report.insufficient = True
         return report
-    if INSUFFICIENT_DATA.lower().rstrip(".") in text.lower():
+    canonical = normalise(text, casefold=False)
+    if INSUFFICIENT_DATA.casefold().rstrip(".") in canonical.casefold():
         report.insufficient = True
         return report
-    valid = set(result.case_ids)
-    reported = {r.findings for r in bundle.priorReports} | {r.impression for r in bundle.priorReports}
-    phrases = sorted(
-        {c.outcome or "" for c in bundle.similarCases}
-        | {c.diagnosis for c in bundle.similarCases}
-        | {p for p in reported if forbidden_reason(p) is None}
-        | {bundle.currentScan.diagnosis},
-        key=len,
-        reverse=True,
-    )
-    present = {c.diagnosis for c in bundle.similarCases} | {bundle.currentScan.diagnosis}
-    numbers = allowed_numbers(bundle)
-    for sentence in split_sentences(text):
-        ids = CASE_ID_RE.findall(sentence)
-        bad_ids = [i for i in ids if i not in valid]
-        plain = _without_bundle_text(sentence, phrases)
-        reason = None
-        if bad_ids:
-            report.invalid_ids += bad_ids
-            reason = f"cites case IDs not in the evidence: {', '.join(bad_ids)}"
-        elif (why := forbidden_reason(plain)) is not None:
-            reason = why
-        elif stray := [n for n in numbers_in(plain) if n not in numbers]:
-            reason = f"numbers not in the evidence: {', '.join(stray)}"
-        elif extra := unsupported_conditions(plain, present):
-            reason = f"diagnoses not in the evidence: {', '.join(extra)}"
-        if reason:
-            report.removed.append((sentence, reason))
+    facts = facts_for(result)
+    names, drugs = list(names), list(drugs)
+    for sentence in split_sentences(canonical):
+        shown, reason, cited, bad = _check(sentence, facts, names, drugs, ANSWER_VOCABULARY)
+        report.invalid_ids += bad
+        if reason is not None:
+            report.removed.append((shown, reason))
             continue
-        report.kept.append(sentence)
-        report.cited += [i for i in ids if i not in report.cited]
+        report.kept.append(shown)
+        report.cited += [i for i in cited if i not in report.cited]
     if report.invalid_ids:
-        log.warning("Stripped %d invalid case citations: %s", len(report.invalid_ids), report.invalid_ids)
+        log.warning("Stripped %d invalid case citations", len(report.invalid_ids))
     if report.removed:
-        log.info("Guard removed %d sentences: %s", len(report.removed), [r for _, r in report.removed])
+        log.info("Guard removed %d sentences: %s", len(report.removed), [r.split(":")[0] for _, r in report.removed])
     return report
+
+
+@dataclass
+class DraftGuard:
+    """Draft sections that passed whole (``sections``) and the sentences that did not (``removed``)."""
+
+    sections: dict[str, str] = field(default_factory=dict)
+    removed: list[tuple[str, str, str]] = field(default_factory=list)
+
+
+def guard_draft_sections(
+    sections: Mapping[str, str], result: BundleResult, *, names: Iterable[str] = (), drugs: Iterable[str] = ()
+) -> DraftGuard:
+    """Check a draft's ``findings``, ``impression`` and ``recommendations`` against ``result``.
+
+    A section is returned only when every sentence in it passes; the caller
+    keeps its extractive text for the others. RECOMMENDATIONS may use only
+    :data:`~core.answer.guard_lexicon.RECOMMENDATION_VOCABULARY` and bundle words.
+    """
+    out = DraftGuard()
+    if result.bundle is None:
+        return out
+    facts = facts_for(result)
+    names, drugs = list(names), list(drugs)
+    for key in ("findings", "impression", "recommendations"):
+        text = normalise(sections.get(key, "") or "", casefold=False)
+        vocabulary = RECOMMENDATION_VOCABULARY if key == "recommendations" else ANSWER_VOCABULARY
+        kept: list[str] = []
+        failed = False
+        for sentence in split_sentences(text):
+            shown, reason, _, _ = _check(sentence, facts, names, drugs, vocabulary)
+            if reason is not None:
+                out.removed.append((key, shown, reason))
+                failed = True
+            else:
+                kept.append(shown)
+        if kept and not failed:
+            out.sections[key] = " ".join(kept)
+    return out

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from core.errors import ConfigError
 from core.llm.base import LLM
+from core.privacy.egress import Egress
 
 if TYPE_CHECKING:
     from core.settings import Settings
@@ -22,7 +23,8 @@ def make_llm(settings: Settings, *, api_key: str | None = None) -> LLM | None:
 
     ``api_key`` overrides the environment for the remote backends (a page
     passes a Streamlit secret here). The ``llamacpp`` default model is
-    hash-checked before it is used.
+    hash-checked before it is used. The remote backends de-identify every
+    request with the user table's names (:class:`core.privacy.egress.Egress`).
     """
     llm = settings.llm
     if llm.backend == "extractive":
@@ -35,11 +37,11 @@ def make_llm(settings: Settings, *, api_key: str | None = None) -> LLM | None:
     if llm.backend == "groq":
         from core.llm.groq_backend import GroqLLM
 
-        return GroqLLM(llm, api_key=api_key)
+        return GroqLLM(llm, api_key=api_key, egress=Egress.from_settings(settings))
     if llm.backend == "openai":
         from core.llm.openai_compat import OpenAICompatLLM
 
-        return OpenAICompatLLM(llm, api_key=api_key)
+        return OpenAICompatLLM(llm, api_key=api_key, egress=Egress.from_settings(settings))
     if llm.backend == "transformers":
         from core.llm.hf_transformers import TransformersLLM
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from core.errors import BackendAuthError, ConfigError
 from core.llm.base import Completion
 from core.llm.remote import OpenAIWireLLM
+from core.privacy.egress import Egress
 
 if TYPE_CHECKING:
     from core.llm.settings import LLMSettings
@@ -28,7 +29,7 @@ class GroqLLM(OpenAIWireLLM):
 
     backend = "groq"
 
-    def __init__(self, settings: LLMSettings, *, api_key: str | None = None) -> None:
+    def __init__(self, settings: LLMSettings, *, api_key: str | None = None, egress: Egress | None = None) -> None:
         try:
             import groq
         except ImportError as exc:
@@ -40,7 +41,7 @@ class GroqLLM(OpenAIWireLLM):
                 hint=f"export {settings.groq_api_key_env}=gsk_... (never commit it)",
             )
         client = groq.Groq(api_key=key, base_url=settings.groq_base_url, timeout=settings.timeout_s, max_retries=0)
-        super().__init__(client, groq, settings.groq_model, settings)
+        super().__init__(client, groq, settings.groq_model, settings, egress)
 
     def complete(
         self,

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from core.errors import ConfigError
 from core.llm.remote import OpenAIWireLLM
+from core.privacy.egress import Egress
 
 if TYPE_CHECKING:
     from core.llm.settings import LLMSettings
@@ -27,7 +28,7 @@ class OpenAICompatLLM(OpenAIWireLLM):
 
     backend = "openai"
 
-    def __init__(self, settings: LLMSettings, *, api_key: str | None = None) -> None:
+    def __init__(self, settings: LLMSettings, *, api_key: str | None = None, egress: Egress | None = None) -> None:
         try:
             import openai
         except ImportError as exc:
@@ -36,4 +37,4 @@ class OpenAICompatLLM(OpenAIWireLLM):
         client = openai.OpenAI(
             api_key=key, base_url=settings.openai_base_url, timeout=settings.timeout_s, max_retries=0
         )
-        super().__init__(client, openai, settings.openai_model, settings)
+        super().__init__(client, openai, settings.openai_model, settings, egress)

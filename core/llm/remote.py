@@ -5,7 +5,13 @@ Both official SDKs are generated from the same template (``APIStatusError``,
 mapping serves both. The SDKs' own retries are switched off (``max_retries=0``)
 so that ``settings.llm.max_retries`` and its backoff are the only ones.
 Response bodies are parsed here, not by the SDK models, so a malformed body
-is a :class:`BackendError` rather than a half-filled object.
+is a :class:`BackendError` rather than a half-filled object. An error body is
+never put in an error message, a log line or the audit: it may carry a link or
+a name, and the doctor sees a fixed message with the HTTP status only.
+
+Every request passes :class:`core.privacy.egress.Egress` first (the one choke
+point before an external backend): messages and raw prompts are normalised and
+de-identified there.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from core.errors import BackendAuthError, BackendError, BackendTimeoutError, CasebookError, RateLimitedError
 from core.llm.base import Completion, Message
 from core.llm.wire import completion_from_response, delta_from_chunk, load_json
+from core.privacy.egress import Egress
 
 if TYPE_CHECKING:
     from core.llm.settings import LLMSettings
@@ -75,12 +82,12 @@ def map_sdk_error(exc: Exception, sdk: ModuleType, backend: str) -> tuple[Casebo
         if status == 429:
             wait = parse_retry_after(exc.response.headers)
             return RateLimitedError(f"{backend}: rate limited (HTTP 429)", retry_after_s=wait), False
-        detail = exc.response.text[:200]
-        return BackendError(f"{backend}: HTTP {status}: {detail}"), status >= 500
+        # the body is never shown, logged or stored: it may hold a link or a name (issue 15)
+        return BackendError(f"{backend}: the server answered HTTP {status}"), status >= 500
     if isinstance(exc, (sdk.APIConnectionError, *transport)):
         return BackendError(f"{backend}: connection failed or was cut ({exc.__class__.__name__})"), True
     if isinstance(exc, ValueError):
-        return BackendError(f"{backend}: malformed response ({exc})"), False
+        return BackendError(f"{backend}: malformed response ({type(exc).__name__})"), False
     raise exc
 
 
@@ -96,15 +103,22 @@ def iter_sse(lines: Iterable[str], *, backend: str) -> Iterator[dict[str, Any]]:
 
 
 class OpenAIWireLLM:
-    """Chat, raw completion and streaming over an OpenAI-style SDK client."""
+    """Chat, raw completion and streaming over an OpenAI-style SDK client.
+
+    ``egress`` de-identifies everything sent; without one, the patterns apply
+    but no names (the factory passes one that reads the user table).
+    """
 
     backend = "openai"
 
-    def __init__(self, client: Any, sdk: ModuleType, model: str, settings: LLMSettings) -> None:
+    def __init__(
+        self, client: Any, sdk: ModuleType, model: str, settings: LLMSettings, egress: Egress | None = None
+    ) -> None:
         self.client = client
         self.sdk = sdk
         self.model = model
         self.settings = settings
+        self.egress = egress or Egress()
 
     def _retrying(self, call: Callable[[], T]) -> T:
         s = self.settings
@@ -151,7 +165,7 @@ class OpenAIWireLLM:
         logprobs: int | None = None,
     ) -> Completion:
         """Answer a conversation (``POST .../chat/completions``)."""
-        params = self._params(max_tokens, temperature, stop) | {"messages": list(messages)}
+        params = self._params(max_tokens, temperature, stop) | {"messages": self.egress.messages(messages)}
         if logprobs:
             params |= {"logprobs": True, "top_logprobs": logprobs}
         return self._post(self.client.chat.completions.with_raw_response.create, params)
@@ -166,7 +180,7 @@ class OpenAIWireLLM:
         logprobs: int | None = None,
     ) -> Completion:
         """Continue a raw prompt (``POST .../completions``)."""
-        params = self._params(max_tokens, temperature, stop) | {"prompt": prompt}
+        params = self._params(max_tokens, temperature, stop) | {"prompt": self.egress.text(prompt)}
         if logprobs:
             params["logprobs"] = logprobs
         return self._post(self.client.completions.with_raw_response.create, params)
@@ -180,7 +194,10 @@ class OpenAIWireLLM:
         stop: Sequence[str] | None = None,
     ) -> Iterator[str]:
         """Yield text deltas; a stream that ends without a finish reason is a :class:`BackendError`."""
-        params = self._params(max_tokens, temperature, stop) | {"messages": list(messages), "stream": True}
+        params = self._params(max_tokens, temperature, stop) | {
+            "messages": self.egress.messages(messages),
+            "stream": True,
+        }
         deadline = time.monotonic() + self.settings.timeout_s
         open_stream = self.client.chat.completions.with_streaming_response.create
         response = self._retrying(lambda: open_stream(**params).__enter__())

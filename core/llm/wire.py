@@ -86,7 +86,7 @@ def completion_from_response(data: Mapping[str, Any], *, backend: str, model: st
             tokens=tokens,
         )
     except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
-        raise BackendError(f"{backend}: response does not have the chat/completions shape ({exc!r})") from exc
+        raise BackendError(f"{backend}: response does not have the chat/completions shape ({type(exc).__name__})") from exc
 
 
 def delta_from_chunk(chunk: Mapping[str, Any], *, backend: str) -> tuple[str, str | None]:
@@ -100,4 +100,4 @@ def delta_from_chunk(chunk: Mapping[str, Any], *, backend: str) -> tuple[str, st
         text = (delta.get("content") or "") if delta is not None else (choice.get("text") or "")
         return str(text), choice.get("finish_reason")
     except (TypeError, AttributeError) as exc:
-        raise BackendError(f"{backend}: malformed stream chunk ({exc!r})") from exc
+        raise BackendError(f"{backend}: malformed stream chunk ({type(exc).__name__})") from exc

@@ -1,0 +1,123 @@
+"""The facts a guarded answer may state, computed from one bundle.
+
+:func:`facts_for` reads a :class:`~core.contracts.BundleResult` (the bundle and
+the case ids beside it) and returns what :mod:`core.answer.guard` allows:
+case ids in every spelling, numbers, words, and the verbatim bundle phrases
+that are history rather than advice. It reads only fields that exist today,
+through ``model_dump``, so fields added to the bundle later are taken in as
+further facts without a change here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from core.answer.guard_lexicon import number_values, stem
+from core.contracts import BundleResult
+from core.privacy.text import normalise
+
+__all__ = ["BundleFacts", "IdMention", "content_words", "facts_for", "find_ids"]
+
+_WORD = re.compile(r"[a-z][a-z'-]*")
+_GENERIC_ID = re.compile(r"\b([a-z]{1,6})[ \t]?[-_#:][ \t]?(\d{1,9})\b")
+
+
+@dataclass(frozen=True)
+class IdMention:
+    """One case id as written in a sentence, and the canonical id it names (``None`` when unknown)."""
+
+    start: int
+    end: int
+    written: str
+    canonical: str | None
+
+
+@dataclass
+class BundleFacts:
+    """Everything a sentence may rest on."""
+
+    ids: dict[tuple[str, int], str] = field(default_factory=dict)
+    numbers: set[float] = field(default_factory=set)
+    words: set[str] = field(default_factory=set)
+    stems: set[str] = field(default_factory=set)
+    phrases: list[str] = field(default_factory=list)
+    advice_free_reports: list[str] = field(default_factory=list)
+    text: str = ""
+
+    def allows_number(self, value: float) -> bool:
+        """True when ``value`` is a bundle number, a percentage of one, or a count of the cases."""
+        return any(abs(value - n) < 0.051 for n in self.numbers)
+
+    def knows_word(self, word: str) -> bool:
+        """True when ``word`` (normalised) or its stem occurs in the bundle."""
+        return word in self.words or stem(word) in self.stems
+
+
+def content_words(text: str) -> list[str]:
+    """Lower-case words of normalised ``text``, possessives and edge hyphens stripped."""
+    out = []
+    for w in _WORD.findall(text):
+        w = w.strip("'-")
+        w = w.removesuffix("'s").removesuffix("'")
+        if w:
+            out.append(w)
+    return out
+
+
+def _key(case_id: str) -> tuple[str, int] | None:
+    m = re.fullmatch(r"([a-z]{1,6})[-_ ]?0*(\d{1,9})", normalise(case_id))
+    return (m.group(1), int(m.group(2))) if m else None
+
+
+def facts_for(result: BundleResult) -> BundleFacts:
+    """The allowed facts of ``result`` (which must hold a bundle)."""
+    bundle = result.bundle
+    assert bundle is not None
+    facts = BundleFacts()
+    for cid in result.case_ids:
+        if (key := _key(cid)) is not None:
+            facts.ids[key] = cid
+    dump = normalise(bundle.model_dump_json().replace("_", " "))
+    severities = " ".join(s for s in result.severities if s)
+    n = len(bundle.similarCases)
+    facts.text = dump
+    facts.numbers |= set(number_values(dump))
+    for s in [c.similarity for c in bundle.similarCases] + [bundle.currentScan.confidence]:
+        facts.numbers |= {round(s * 100), round(s * 100, 1), s}
+    facts.numbers |= {float(k) for k in range(n + 1)}
+    facts.numbers |= {round(100 * k / n) for k in range(n + 1)} if n else set()
+    facts.words = set(content_words(dump + " " + normalise(severities)))
+    facts.stems = {stem(w) for w in facts.words}
+    texts: list[str] = [c.outcome or "" for c in bundle.similarCases]
+    texts += [c.diagnosis for c in bundle.similarCases] + [bundle.currentScan.diagnosis]
+    texts += list(bundle.patientContext.pastConditions)
+    facts.phrases = sorted({normalise(t) for t in texts if t.strip()}, key=len, reverse=True)
+    reports = [t for r in bundle.priorReports for t in (r.findings, r.impression)]
+    facts.advice_free_reports = sorted({normalise(t) for t in reports if t.strip()}, key=len, reverse=True)
+    return facts
+
+
+def find_ids(text: str, facts: BundleFacts) -> list[IdMention]:
+    """Case ids in normalised ``text`` in any spelling ("HC-4", "hc 4", "HC-00004", "case 4")."""
+    prefixes = {p for p, _ in facts.ids}
+    alternatives = "|".join(sorted(map(re.escape, prefixes), key=len, reverse=True))
+    patterns: Iterable[re.Pattern[str]] = [_GENERIC_ID]
+    if alternatives:
+        patterns = [re.compile(rf"\b({alternatives})[ \t]*[-_#:.]?[ \t]*(\d{{1,9}})\b"), _GENERIC_ID]
+    found: list[IdMention] = []
+    for pattern in patterns:
+        for m in pattern.finditer(text):
+            if any(m.start() < f.end and f.start < m.end() for f in found):
+                continue
+            key = (m.group(1), int(m.group(2)))
+            if key not in facts.ids and m.group(0) in facts.text:
+                continue  # a term of the bundle itself ("covid-19"), not a citation
+            found.append(IdMention(m.start(), m.end(), m.group(0), facts.ids.get(key)))
+    if len(prefixes) == 1:
+        (only,) = prefixes
+        for m in re.finditer(r"\bcase[ \t]*(?:id|no\.?|number|#)?[ \t]*[:#]?[ \t]*(\d{1,9})\b", text):
+            if not any(m.start() < f.end and f.start < m.end() for f in found):
+                found.append(IdMention(m.start(), m.end(), m.group(0), facts.ids.get((only, int(m.group(1))))))
+    return sorted(found, key=lambda f: f.start)
