@@ -58,4 +58,4 @@ def counts(rt: Runtime) -> dict[str, int]:
 def audit_outcomes(rt: Runtime) -> list[str]:
     """Outcomes of the image-import audit rows, oldest first."""
     with rt.db.read_only() as s:
-        return list(s.scalars(select(AuditLog.outcome).where(AuditLog.action == "image-import").order_by(AuditLog.id)))
+        return list(s.scalars(select(AuditLog.outcome).where(AuditLog.action == "image.import").order_by(AuditLog.id)))

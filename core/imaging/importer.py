@@ -31,6 +31,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 
+from core import audit
 from core.errors import CasebookError, ImageRejectedError, NotFoundError
 from core.imaging.anatomy import anatomy_for
 from core.imaging.deid import Deidentifier, burned_in, identity_hmac, identity_key
@@ -41,13 +42,14 @@ from core.imaging.sources import Source, collect_sources
 from core.imaging.store import ImageStore, StagedImport
 from core.settings import Settings
 from core.store.db import Database
-from core.store.models import AuditLog, ImageIdentityMap, ImageInstance, ImageSeries, Scan, User, utcnow
+from core.store.models import ImageIdentityMap, ImageInstance, ImageSeries, Scan, User, utcnow
 
 __all__ = ["ImportSummary", "ImportedScan", "import_images"]
 
 log = logging.getLogger(__name__)
 Progress = Callable[[float, str], None]
 AWAITING_READING = "Awaiting AI reading"
+IMAGE_IMPORT = "image.import"  # audit event
 
 
 @dataclass(frozen=True)
@@ -191,7 +193,7 @@ def import_images(
         sources = collect_sources(paths, settings.imaging)
         summary = _import(settings, db, sources, patient, anatomy, confirm_burned_in, actor_id, say, encoder)
     except CasebookError as exc:
-        _audit(db, actor_id, None, "rejected", {"error": type(exc).__name__})
+        _audit_rejected(db, actor_id, type(exc).__name__)
         raise
     say(1.0, f"Imported {sum(s.images for s in summary.scans)} images in {len(summary.scans)} scan(s)")
     return summary
@@ -373,31 +375,23 @@ def _commit(
                     inst.series_id = o.row.id
                 s.add_all(o.instances)
             result.append(ImportedScan(scan.id, scan.anatomy, len(series), sum(len(o.instances) for o in series)))
-        s.add(
-            _audit_row(
-                actor_id,
-                result[0].scan_id if result else None,
-                "ok",
-                {
-                    "import_id": staged.import_id,
-                    "files": n_files,
-                    "scans": [r.scan_id for r in result],
-                    "profile": "PS3.15 E basic",
-                },
-            )
+        audit.record_in(
+            s,
+            IMAGE_IMPORT,
+            actor_id,
+            result[0].scan_id if result else None,
+            import_id=staged.import_id,
+            files=n_files,
+            scans=[r.scan_id for r in result],
+            profile="ps3.15-e-basic",
         )
         s.flush()
         staged.publish()
     return result
 
 
-def _audit_row(actor_id: int | None, scan_ref: str | None, outcome: str, detail: dict[str, Any]) -> AuditLog:
-    return AuditLog(actor_id=actor_id, action="image-import", scan_ref=scan_ref, outcome=outcome, detail=detail)
-
-
-def _audit(db: Database, actor_id: int | None, scan_ref: str | None, outcome: str, detail: dict[str, Any]) -> None:
+def _audit_rejected(db: Database, actor_id: int | None, error: str) -> None:
     try:
-        with db.session() as s:
-            s.add(_audit_row(actor_id, scan_ref, outcome, detail))
+        audit.record(db, IMAGE_IMPORT, actor_id, None, outcome="rejected", error=error)
     except SQLAlchemyError:  # the refusal itself must reach the user even if the audit write fails
         log.exception("Could not write the audit row of a rejected image import")
