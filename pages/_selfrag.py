@@ -66,7 +66,9 @@ def show_trace(trace: SelfRagTrace) -> None:
     m3.metric("Retrieved", "yes" if d and d.retrieve else "no", help=d.reason if d else None)
     m4.metric("Seconds", f"{sum(trace.seconds.values()):.1f}")
     if d:
-        st.caption(f"Decision ({d.mode}): {d.reason}")
+        st.caption(f"Decision ({d.mode}): {trace.retrieval_note or d.reason}")
+    for note in trace.budget_notes:
+        st.caption(f"⏱ {note}")
     if trace.documents:
         st.subheader("Reranked documents")
         rows = [
@@ -151,7 +153,7 @@ def question_tab(settings: str, key: str | None) -> None:
 
 def benchmark_tab(settings: str, key: str | None, seed: int) -> None:
     """A sample of a benchmark file in the chosen modes, with accuracy plots."""
-    from core.selfrag.evaluate import summarise
+    from core.selfrag.evaluate import make_record, summarise
     from core.selfrag.mcq import load_benchmark, sample
 
     files = sorted(p for p in BENCH_DIR.glob("*") if p.suffix in {".json", ".jsonl"}) if BENCH_DIR.is_dir() else []
@@ -183,9 +185,7 @@ def benchmark_tab(settings: str, key: str | None, seed: int) -> None:
             for m in modes:
                 for item in chosen:
                     bar.progress(len(records) / total, text=f"{m}: question {item.qid} ({len(records) + 1}/{total})")
-                    trace = pipeline.run(item.question, item.options, mode=m)
-                    record = {"dataset": item.dataset, "qid": item.qid, "mode": m, "gold": item.answer}
-                    records.append(record | {"correct": trace.letter == item.answer, **trace.to_json()})
+                    records.append(make_record(item, m, pipeline.run(item.question, item.options, mode=m)))
         except CasebookError as exc:
             show_error("The benchmark stopped", exc)
         bar.progress(1.0, text=f"Done: {len(records)} of {total} runs")
@@ -196,8 +196,9 @@ def benchmark_tab(settings: str, key: str | None, seed: int) -> None:
         st.caption("No run yet in this session. Results of `python -m core eval-mcq` are in its JSONL output.")
         return
     summary = pd.DataFrame([s.to_json() for s in summarise(records)])
-    fig = px.bar(summary, x="mode", y="accuracy", error_y="stderr", color="dataset", barmode="group",
-                 range_y=[0, 1], title="Accuracy by retrieval mode (± standard error)")  # fmt: skip
+    summary["ci_plus"], summary["ci_minus"] = summary.ci_high - summary.accuracy, summary.accuracy - summary.ci_low
+    fig = px.bar(summary, x="mode", y="accuracy", error_y="ci_plus", error_y_minus="ci_minus", color="dataset",
+                 barmode="group", range_y=[0, 1], title="Accuracy by retrieval mode (95% Wilson interval)")  # fmt: skip
     fig.update_layout(height=320, margin={"t": 40, "b": 0})
     st.plotly_chart(fig, width="stretch", key="bench-accuracy")
     stages = pd.DataFrame(
@@ -209,11 +210,12 @@ def benchmark_tab(settings: str, key: str | None, seed: int) -> None:
         fig.update_layout(height=320, margin={"t": 40, "b": 0})
         st.plotly_chart(fig, width="stretch", key="bench-seconds")
     st.dataframe(
-        summary[["dataset", "mode", "n", "correct", "unanswered", "accuracy", "retrieved", "mean_iterations"]],
+        summary[["dataset", "mode", "n", "correct", "wrong", "no_letter", "timeout", "backend_error", "accuracy",
+                 "accuracy_answered", "retrieved", "median_seconds"]],
         hide_index=True,
     )
     table = pd.DataFrame(
-        [{"mode": r["mode"], "question": r["qid"], "gold": r["gold"], "answer": r["letter"], "correct": r["correct"]}
-         for r in records]
+        [{"mode": r["mode"], "question": r["qid"], "gold": r["gold"], "answer": r["letter"], "outcome": r["outcome"],
+          "why retrieved": r["retrieval_note"]} for r in records]
     )  # fmt: skip
     st.dataframe(table, hide_index=True)

@@ -10,9 +10,10 @@ import pytest
 
 from core.errors import ConfigError, InvalidInputError
 from core.selfrag import cli
-from core.selfrag.evaluate import run_eval, summarise
+from core.selfrag.evaluate import run_eval, summarise, wilson
 from core.selfrag.factory import build_pipeline, make_retriever, register_corpus
 from core.selfrag.mcq import load_benchmark, load_mirage, load_selfbiorag, sample
+from core.selfrag.plot import plot_modes
 from core.selfrag.retrieval import QueryProcessor, StaticRetriever
 from core.selfrag.types import Document
 from tests.conftest import make_settings
@@ -83,12 +84,13 @@ def test_named_corpus_plugs_in_through_the_retriever_protocol(tmp_path: Path) ->
 
 def _script(llm_server: FakeLLMServer, letter: str) -> None:
     llm_server.reply = f"{letter}. because"
-    llm_server.token_probs = {f"{letter}.": {f"{letter}.": 0.5, "Yes": 0.3, "No": 0.1, "4": 0.1}}
+    # "No" (cannot answer without a reference) 0.3 -> P(retrieve) 0.75; relevance ("Yes") then reads 0.25.
+    llm_server.token_probs = {f"{letter}.": {f"{letter}.": 0.5, "No": 0.3, "Yes": 0.1, "4": 0.1}}
 
 
 def test_harness_writes_one_record_per_question_and_resumes(llm_server: FakeLLMServer, tmp_path: Path) -> None:
     _script(llm_server, "D")
-    settings = make_settings(tmp_path, llm=llm_server.llm_overrides("openai"))
+    settings = make_settings(tmp_path, llm=llm_server.llm_overrides("openai"), selfrag={"judge_batch": "separate", "relevance_floor": 0.2})
     pipeline = build_pipeline(settings, retriever=StaticRetriever([Document("d", "nitrofurantoin in pregnancy")]))
     items = sample(load_benchmark(MIRAGE)["medqa"], 4, 0)
     out = tmp_path / "run.jsonl"
@@ -102,20 +104,64 @@ def test_harness_writes_one_record_per_question_and_resumes(llm_server: FakeLLMS
     for r in records:
         assert r["letter"] == "D" and r["correct"] == (r["gold"] == "D")
         assert r["decision"]["p_retrieve"] == pytest.approx(0.75)
-        assert r["documents"][0]["relevance"] == pytest.approx(0.75) and r["iterations"][0]["expected_utility"] == 4.0
+        assert r["documents"][0]["relevance"] == pytest.approx(0.25) and r["iterations"][0]["expected_utility"] == 4.0
         assert set(r) >= {"raw_answer", "clean_answer", "seconds", "query", "abstention"}
     correct = sum(r["correct"] for r in records)
     assert summary.correct == correct and summary.accuracy == correct / 4 and summary.unanswered == 0
-    assert summary.stderr == pytest.approx((summary.accuracy * (1 - summary.accuracy) / 4) ** 0.5)
+    assert summary.wrong == 4 - correct and {r["outcome"] for r in records} <= {"correct", "wrong"}
+    assert (summary.ci_low, summary.ci_high) == pytest.approx(wilson(correct, 4))
     assert summary.retrieved == 4 and summary.mean_iterations == 1.0
+    assert all("1 of 1 judged documents passed" in r["retrieval_note"] for r in records)
 
 
-def test_summary_counts_unanswered_as_wrong() -> None:
-    base = {"dataset": "d", "mode": "always", "seconds": {}, "decision": None, "iterations": [{}]}
-    rows = [base | {"qid": "1", "letter": None, "correct": False}, base | {"qid": "2", "letter": "A", "correct": True}]
+def test_wilson_interval_matches_hand_computed_values() -> None:
+    assert wilson(0, 0) == (0.0, 1.0)
+    low, high = wilson(8, 10)  # p 0.8, z 1.96: centre 0.7232, half-width 0.2326
+    assert (round(low, 3), round(high, 3)) == (0.490, 0.943)
+    low, high = wilson(0, 30)
+    assert low == 0.0 and high == pytest.approx(0.1135, abs=1e-4)
+    assert wilson(30, 30)[1] == 1.0
+
+
+def test_summary_separates_outcomes_and_both_accuracies() -> None:
+    base = {"dataset": "d", "mode": "always", "seconds": {"generation": 2.0}, "decision": None, "iterations": [{}]}
+    rows = [
+        base | {"qid": "1", "letter": None, "correct": False, "abstention": {"reason": "unparseable"}},
+        base | {"qid": "2", "letter": "A", "correct": True, "outcome": "correct"},
+        base | {"qid": "3", "letter": "B", "correct": False, "outcome": "wrong"},
+        base | {"qid": "4", "letter": None, "correct": False, "abstention": {"reason": "timeout"}},
+        base | {"qid": "5", "letter": None, "correct": False, "outcome": "backend-error"},
+    ]
     (s,) = summarise(rows)
-    assert (s.n, s.correct, s.unanswered, s.accuracy) == (2, 1, 1, 0.5)
-    assert s.stderr == pytest.approx(0.5 / 2**0.5)
+    assert (s.n, s.correct, s.wrong, s.no_letter, s.timeout, s.backend_error) == (5, 1, 1, 1, 1, 1)
+    assert s.accuracy == 0.2 and s.accuracy_answered == 0.5 and s.unanswered == 3
+    assert s.median_seconds == 2.0 and s.to_json()["unanswered"] == 3
+
+
+def test_timeouts_are_retried_on_resume_and_modes_share_questions(
+    llm_server: FakeLLMServer, tmp_path: Path
+) -> None:
+    _script(llm_server, "D")
+    llm = llm_server.llm_overrides("openai", timeout_s=0.3, max_retries=0)
+    settings = make_settings(tmp_path, llm=llm, selfrag={"judge_batch": "separate"})
+    pipeline = build_pipeline(settings, retriever=StaticRetriever([Document("d", "nitrofurantoin in pregnancy")]))
+    items = sample(load_benchmark(MIRAGE)["medqa"], 3, 0)
+    out = tmp_path / "modes.jsonl"
+    llm_server.fail_slow(1.0)  # the first request of the run (question 1, no-retrieval) times out
+    summaries = run_eval(pipeline, items, out, ["no-retrieval", "adaptive"], progress=False)
+    by_mode = {s.mode: s for s in summaries}
+    assert by_mode["no-retrieval"].timeout == 1 and by_mode["no-retrieval"].n == 3 and by_mode["adaptive"].n == 3
+    first = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["qid"], r["mode"]) for r in first[:2]] == [(items[0].qid, "no-retrieval"), (items[0].qid, "adaptive")]
+    assert first[0]["outcome"] == "timeout" and first[0]["letter"] is None
+    requests = len(llm_server.requests)
+    summaries = run_eval(pipeline, items, out, ["no-retrieval", "adaptive"], progress=False)
+    assert {s.mode: s.timeout for s in summaries} == {"no-retrieval": 0, "adaptive": 0}
+    again = [json.loads(line) for line in out.read_text().splitlines()][len(first) :]
+    assert [(r["qid"], r["mode"]) for r in again] == [(items[0].qid, "no-retrieval")]  # only the timed-out one
+    assert len(llm_server.requests) - requests == 2  # its answer and the answer's utility
+    png = plot_modes(summaries, tmp_path / "modes.png", title="test")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -159,6 +205,14 @@ def test_cli_eval_mcq(llm_server: FakeLLMServer, tmp_path: Path, capsys: pytest.
     (result,) = payload["results"]
     assert (result["dataset"], result["mode"], result["n"], result["unanswered"]) == ("med_qa", "no-retrieval", 3, 0)
     assert len(out.read_text().splitlines()) == 3
+    plot = tmp_path / "cmp.png"
+    register_corpus("cli-corpus", lambda settings: StaticRetriever([Document("p1", "a test passage")]))
+    args = _parser().parse_args(["--preset", "test", "--set", "selfrag.corpus=cli-corpus", *argv, *run[:4],
+                                 "--modes", "no-retrieval", "always", "--out", str(out), "--plot", str(plot)])  # fmt: skip
+    assert args.func(args) == 0
+    text = capsys.readouterr().out
+    assert "med_qa [always] n=3: correct" in text and "no letter 0, timeout 0" in text and "95% CI" in text
+    assert len(out.read_text().splitlines()) == 6 and plot.stat().st_size > 10_000  # 3 new runs, same questions
     args.dataset = "nope"
     with pytest.raises(InvalidInputError, match="nope"):
         args.func(args)

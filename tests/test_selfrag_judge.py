@@ -53,16 +53,16 @@ def test_first_token_labels_folds_case_and_spaces() -> None:
 
 
 def test_judge_reads_yes_no_and_digits_from_logprobs(llm_server: FakeLLMServer, tmp_path: Path) -> None:
-    settings = _openai(llm_server, tmp_path)
+    settings = _openai(llm_server, tmp_path, judge_batch="separate")
     critic = JudgeCritic(_llm(settings), settings.selfrag)
     llm_server.reply = "Yes"
     llm_server.token_probs = {"Yes": {"Yes": 0.8, "No": 0.15, "Maybe": 0.05}}
-    retrieval = critic.retrieval(QUESTION)
-    assert math.exp(retrieval[RETRIEVAL]) == pytest.approx(0.8)
-    assert math.exp(retrieval[NO_RETRIEVAL]) == pytest.approx(0.15)
+    retrieval = critic.retrieval(QUESTION)  # "can you answer without looking up?" Yes -> [No Retrieval]
+    assert math.exp(retrieval[NO_RETRIEVAL]) == pytest.approx(0.8)
+    assert math.exp(retrieval[RETRIEVAL]) == pytest.approx(0.15)
     body = llm_server.requests[-1].body
     assert body["max_tokens"] == 1 and body["logprobs"] is True and body["top_logprobs"] == 20
-    assert "Answer Yes or No" in llm_server.requests[-1].text()
+    assert "without looking anything up? Answer Yes or No" in llm_server.requests[-1].text()
 
     llm_server.reply = "2"
     llm_server.token_probs = {"2": {"2": 0.5, "1": 0.3, "3": 0.1, "4": 0.05}}
@@ -98,11 +98,11 @@ def test_judge_pipeline_end_to_end_over_http(llm_server: FakeLLMServer, tmp_path
     # One scripted reply for every request: "B", with Yes/No and digits among its alternatives.
     llm_server.reply = "B"
     llm_server.token_probs = {"B": {"B": 0.5, "Yes": 0.2, "No": 0.05, "5": 0.2, "1": 0.05}}
-    settings = _openai(llm_server, tmp_path)
+    settings = _openai(llm_server, tmp_path, judge_batch="separate", retrieval_threshold=0.1)
     pipeline = build_pipeline(settings, retriever=StaticRetriever([DOC]))
     trace = pipeline.run(QUESTION, OPTIONS)
     assert trace.decision is not None and trace.decision.retrieve
-    assert trace.decision.p_retrieve == pytest.approx(0.8)
+    assert trace.decision.p_retrieve == pytest.approx(0.2)  # P(No) / (P(Yes) + P(No)) = 0.05 / 0.25
     (doc,) = trace.documents
     assert doc.kept and doc.relevance == pytest.approx(0.8)
     assert doc.groundedness == pytest.approx(1.0)  # "1" (fully supported) is the only support digit seen
@@ -116,12 +116,84 @@ def test_judge_pipeline_end_to_end_over_http(llm_server: FakeLLMServer, tmp_path
     assert "[Retrieval]<paragraph>CAP therapy" in generation.text() and "C. Meropenem" in generation.text()
 
 
+def test_combined_judge_reads_three_answers_from_one_request(llm_server: FakeLLMServer, tmp_path: Path) -> None:
+    settings = _openai(llm_server, tmp_path, concurrency=3)
+    critic = JudgeCritic(_llm(settings), settings.selfrag)
+    llm_server.reply = "Yes, 2 4"
+    llm_server.token_probs = {
+        "Yes,": {"Yes,": 0.7, "No": 0.2, "2": 0.1},  # "Yes," is not a Yes/No token: its top holds "No" and "2"
+        " 2": {" 2": 0.6, " 1": 0.3, " 3": 0.1},
+        " 4": {" 4": 0.5, " 5": 0.4, " 3": 0.1},
+    }
+    docs = [DOC, Document("d2", "second"), Document("d3", "third")]
+    before = len(llm_server.requests)
+    readings = critic.documents(QUESTION, docs)
+    assert len(llm_server.requests) - before == 3  # one request per document, whatever the concurrency
+    assert {r.body["max_tokens"] for r in llm_server.requests[before:]} == {8}
+    assert "as three answers separated by spaces" in llm_server.requests[-1].text()
+    for reading in readings:
+        assert reading.relevance == {}  # the first generated token answered no Yes/No question: unscored
+        assert {k: round(math.exp(v), 3) for k, v in reading.support.items()} == {
+            FULLY_SUPPORTED: 0.3,
+            PARTIALLY_SUPPORTED: 0.6,
+            NO_SUPPORT: 0.1,
+        }
+        assert round(math.exp(reading.utility[UTILITY_TOKENS[4]]), 3) == 0.4
+    llm_server.reply = "No 3 1"
+    llm_server.token_probs = {"No": {"No": 0.9, "Yes": 0.1}}
+    (reading,) = critic.documents(QUESTION, [DOC])
+    assert math.exp(reading.relevance[IRRELEVANT]) == pytest.approx(0.9)
+
+
+def test_relevance_floor_keeps_off_topic_documents_from_the_generator(
+    llm_server: FakeLLMServer, tmp_path: Path
+) -> None:
+    llm_server.reply = "No 3 1"  # every judge answer (and the answer text) reads "No 3 1"
+    llm_server.token_probs = {"No": {"No": 0.7, "Yes": 0.3}, " 1": {" 1": 0.6, " 5": 0.4}}
+    docs = [DOC, Document("x", "Paris has the Eiffel Tower.", "Paris")]
+    settings = _openai(llm_server, tmp_path, top_k=5, max_iterations=1)
+    trace = build_pipeline(settings, retriever=StaticRetriever(docs)).run(QUESTION, OPTIONS, mode="always")
+    assert len(trace.documents) == 2 and all(d.relevance == pytest.approx(0.3) for d in trace.documents)
+    assert not any(d.kept for d in trace.documents)
+    assert "none of 2 judged documents reached relevance 0.5" in trace.retrieval_note
+    generation = next(r for r in llm_server.requests if r.body.get("max_tokens") == settings.selfrag.generation_max_tokens)
+    assert "<paragraph>" not in generation.text()  # answered without evidence
+    floor0 = _openai(llm_server, tmp_path, top_k=5, max_iterations=1, relevance_floor=0.0)
+    trace = build_pipeline(floor0, retriever=StaticRetriever(docs)).run(QUESTION, OPTIONS, mode="always")
+    assert all(d.kept for d in trace.documents) and "2 of 2 judged documents passed" in trace.retrieval_note
+    trace = build_pipeline(settings, retriever=StaticRetriever(docs)).run(QUESTION, OPTIONS, mode="no-retrieval")
+    assert trace.retrieval_note == "not retrieved: mode no-retrieval"
+
+
+def test_stage_budgets_end_reranking_and_regeneration_early(llm_server: FakeLLMServer, tmp_path: Path) -> None:
+    llm_server.reply = "Yes 1 2"  # the answer's utility is read from its first token: "2" among the alternatives
+    llm_server.token_probs = {"Yes": {"Yes": 0.6, "No": 0.1, "2": 0.3}, " 2": {" 2": 0.9, " 3": 0.1}}
+    docs = [DOC, Document("d2", "amoxicillin dose"), Document("d3", "amoxicillin adults")]
+    tiny = 1e-9  # spent as soon as the first group of documents or the first answer is done
+    settings = _openai(llm_server, tmp_path, top_k=3, budget_rerank_s=tiny, budget_reflection_s=tiny)
+    trace = build_pipeline(settings, retriever=StaticRetriever(docs)).run(QUESTION, OPTIONS, mode="always")
+    assert len(trace.documents) == 1  # one document judged, two dropped unjudged
+    assert len(trace.iterations) == 1  # utility 2 < 4 would regenerate, but the budget is spent
+    assert any("rerank budget" in n and "2 dropped unjudged" in n for n in trace.budget_notes)
+    assert any("reflection budget" in n for n in trace.budget_notes)
+
+
+def test_timeout_is_its_own_abstention(llm_server: FakeLLMServer, tmp_path: Path) -> None:
+    llm_server.reply = "A"
+    settings = make_settings(
+        tmp_path, llm=llm_server.llm_overrides("openai", timeout_s=0.3, max_retries=0), selfrag={"mode": "no-retrieval"}
+    )
+    llm_server.fail_slow(1.0)
+    trace = build_pipeline(settings, retriever=StaticRetriever([DOC])).run(QUESTION, OPTIONS)
+    assert trace.abstention is not None and trace.abstention.reason == "timeout" and trace.letter is None
+
+
 def test_low_utility_regenerates_and_keeps_the_best(llm_server: FakeLLMServer, tmp_path: Path) -> None:
     llm_server.reply = "C"
-    llm_server.token_probs = {"C": {"C": 0.6, "No": 0.3, "2": 0.1}}
+    llm_server.token_probs = {"C": {"C": 0.6, "Yes": 0.3, "2": 0.1}}
     settings = _openai(llm_server, tmp_path, max_iterations=3)
     trace = build_pipeline(settings, retriever=StaticRetriever([DOC])).run(QUESTION, OPTIONS)
-    assert trace.decision is not None and not trace.decision.retrieve  # P(retrieve) = 0 < 0.5
+    assert trace.decision is not None and not trace.decision.retrieve  # P(retrieve) = 0 < 0.3
     assert [it.expected_utility for it in trace.iterations] == [2.0, 2.0, 2.0]
     assert [it.temperature for it in trace.iterations] == [0.0, 0.7, 0.7]
     assert trace.best_iteration == 1 and trace.letter == "C"

@@ -171,7 +171,9 @@ def test_cuda_reads_what_the_cpu_reads(model: ReflectionModel, model_dir: Path) 
 
 @pytest.mark.parametrize("mode", ["adaptive", "always", "no-retrieval"])
 def test_native_pipeline_end_to_end(model: ReflectionModel, mode: str) -> None:
-    settings = _settings(model, retrieval_threshold=0.0 if mode == "adaptive" else 0.5, top_k=4, rerank_keep=2)
+    threshold = 0.0 if mode == "adaptive" else 0.5
+    # relevance_floor 0: a random model's P[Relevant] is noise; the floor itself is tested in test_selfrag_judge.py
+    settings = _settings(model, retrieval_threshold=threshold, top_k=4, rerank_keep=2, relevance_floor=0.0)
     pipeline = SelfRagPipeline(settings, NativeCritic(model), model, StaticRetriever(DOCS))
     trace = pipeline.run(QUESTION, OPTIONS, mode=mode)  # type: ignore[arg-type]
     record = trace.to_json()

@@ -114,7 +114,7 @@ def test_critic_score_weights_and_unscored_parts() -> None:
 def test_default_weights_are_the_designed_ones() -> None:
     assert (S.w_rel, S.w_sup, S.w_use, S.partial_support_weight) == (1.0, 1.0, 0.5, 0.5)
     assert S.utility_weights == (-1.0, -0.5, 0.0, 0.5, 1.0)
-    assert (S.retrieval_threshold, S.top_k, S.rerank_keep, S.utility_stop, S.max_iterations) == (0.5, 1, 3, 4.0, 3)
+    assert (S.retrieval_threshold, S.top_k, S.rerank_keep, S.utility_stop, S.max_iterations) == (0.3, 5, 3, 4.0, 3)
 
 
 logprob = st.floats(min_value=-50, max_value=0, allow_nan=False)

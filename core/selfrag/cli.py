@@ -60,8 +60,12 @@ def run_selfrag(args: argparse.Namespace) -> int:
     return 0
 
 
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
 def run_eval_mcq(args: argparse.Namespace) -> int:
-    """Run a benchmark dataset; prints accuracy per dataset."""
+    """Run a benchmark in one or more modes on the same questions; prints outcomes and accuracies per dataset."""
     from core.selfrag.evaluate import run_eval
     from core.selfrag.factory import build_pipeline
     from core.selfrag.mcq import load_benchmark, sample
@@ -78,20 +82,29 @@ def run_eval_mcq(args: argparse.Namespace) -> int:
     limit = s.eval_limit if args.limit is None else args.limit
     seed = s.eval_seed if args.seed is None else args.seed
     items = [item for name in names for item in sample(data[name], limit, seed)]
-    mode = args.mode or s.mode
-    out = Path(args.out) if args.out else Path(f"selfrag_{Path(args.benchmark).stem}_{mode}.jsonl")
-    summaries = run_eval(build_pipeline(settings), items, out, mode, progress=s.progress and not args.no_progress)
+    modes = args.modes or [args.mode or s.mode]
+    out = Path(args.out) if args.out else Path(f"selfrag_{Path(args.benchmark).stem}_{'_'.join(modes)}.jsonl")
+    summaries = run_eval(build_pipeline(settings), items, out, modes, progress=s.progress and not args.no_progress)
     payload: dict[str, Any] = {"out": str(out), "results": [x.to_json() for x in summaries]}
+    if args.plot:
+        from core.selfrag.plot import plot_modes
+
+        payload["plot"] = str(plot_modes(summaries, Path(args.plot), title=f"{Path(args.benchmark).name}"))
     if args.json:
         emit(payload, True)
     else:
         for x in summaries:
             emit(
-                f"{x.dataset} [{x.mode}] accuracy {x.accuracy:.3f} ± {x.stderr:.3f} (n={x.n}, "
-                f"unanswered {x.unanswered}, retrieved {x.retrieved}, {x.seconds_per_question:.1f} s/question)",
+                f"{x.dataset} [{x.mode}] n={x.n}: correct {x.correct}, wrong {x.wrong}, no letter {x.no_letter}, "
+                f"timeout {x.timeout}, backend error {x.backend_error}; accuracy {_pct(x.accuracy)} "
+                f"(95% CI {_pct(x.ci_low)}-{_pct(x.ci_high)}), over answered {_pct(x.accuracy_answered)} "
+                f"(95% CI {_pct(x.ci_answered_low)}-{_pct(x.ci_answered_high)}); retrieved {x.retrieved}, "
+                f"median {x.median_seconds:.1f} s/question",
                 False,
             )
-        print(f"traces: {out}", file=sys.stderr)
+        if any(x.timeout or x.backend_error for x in summaries):
+            print("timeouts / backend errors: run the same command again to retry only those", file=sys.stderr)
+        print(f"traces: {out}" + (f"; plot: {payload['plot']}" if args.plot else ""), file=sys.stderr)
     return 0
 
 
@@ -110,7 +123,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--limit", type=int, default=None, help="Questions per dataset (default: selfrag.eval_limit).")
     p.add_argument("--seed", type=int, default=None, help="Sampling seed (default: selfrag.eval_seed).")
     p.add_argument("--mode", choices=_MODES, default=None, help="Retrieval mode (default: selfrag.mode).")
-    p.add_argument("--out", default=None, help="JSONL trace file; an existing one is resumed.")
+    p.add_argument(
+        "--modes", nargs="+", choices=_MODES, default=None,
+        help="Several modes on the same questions in one run (e.g. no-retrieval adaptive always); overrides --mode.",
+    )  # fmt: skip
+    p.add_argument(
+        "--out", default=None,
+        help="JSONL trace file; an existing one is resumed (timeouts and backend errors run again).",
+    )  # fmt: skip
+    p.add_argument("--plot", default=None, help="Write a PNG comparing the modes (accuracy, seconds, P(retrieve)).")
     p.add_argument("--no-progress", action="store_true", help="No progress bar.")
     p.add_argument("--json", action="store_true", help="Print the summary as JSON.")
     p.set_defaults(func=run_eval_mcq)

@@ -17,7 +17,8 @@ A :class:`Critic` returns ``{label: logprob}`` maps keyed by reflection tokens;
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from core.selfrag import prompts
@@ -38,9 +39,9 @@ if TYPE_CHECKING:
     from core.llm.base import LLM, Completion, Message
     from core.selfrag.settings import SelfRagSettings
 
-__all__ = ["Critic", "JudgeCritic", "LLMReflectionCritic", "first_token_labels"]
+__all__ = ["Critic", "JudgeCritic", "LLMReflectionCritic", "first_token_labels", "labels_in_order", "map_concurrently"]
 
-_YES_NO_RETRIEVAL = {"yes": RETRIEVAL, "no": NO_RETRIEVAL}
+_CONFIDENT_RETRIEVAL = {"yes": NO_RETRIEVAL, "no": RETRIEVAL}  # "can you answer without looking up?"
 _YES_NO_RELEVANCE = {"yes": RELEVANT, "no": IRRELEVANT}
 _SUPPORT_DIGITS = {"1": FULLY_SUPPORTED, "2": PARTIALLY_SUPPORTED, "3": NO_SUPPORT}
 _UTILITY_DIGITS = {str(i): tok for i, tok in enumerate(UTILITY_TOKENS, start=1)}
@@ -80,6 +81,42 @@ def first_token_labels(top: Mapping[str, float], mapping: Mapping[str, str]) -> 
     return out
 
 
+def labels_in_order(
+    completion: Completion, mappings: Sequence[Mapping[str, str]]
+) -> list[dict[str, float]]:
+    """Read several single-token answers from one generation, in order.
+
+    Walks the generated tokens; the first token whose text (stripped,
+    case-folded) is a key of ``mappings[0]`` is read with
+    :func:`first_token_labels` over its top alternatives, then the next token
+    matching ``mappings[1]``, and so on ("Yes 2 4" -> three readings).
+    Separators (spaces, commas) are skipped; an answer never generated reads
+    as an empty map (unscored, not guessed).
+    """
+    out: list[dict[str, float]] = []
+    tokens = completion.tokens
+    at = 0
+    for mapping in mappings:
+        reading: dict[str, float] = {}
+        for i in range(at, len(tokens)):
+            tok = tokens[i]
+            if tok.token.strip().casefold() in mapping:
+                top = dict(tok.top)
+                top.setdefault(tok.token, tok.logprob)
+                reading, at = first_token_labels(top, mapping), i + 1
+                break
+        out.append(reading)  # not generated: unscored, and the next answer is looked for from the same place
+    return out
+
+
+def map_concurrently(func: Callable[[Document], CriticReading], docs: Sequence[Document], workers: int) -> list[CriticReading]:
+    """``[func(d) for d in docs]``, with up to ``workers`` calls in flight (a server backend serves them at once)."""
+    if workers <= 1 or len(docs) <= 1:
+        return [func(d) for d in docs]
+    with ThreadPoolExecutor(max_workers=min(workers, len(docs))) as pool:
+        return list(pool.map(func, docs))
+
+
 def _first_top(completion: Completion) -> dict[str, float]:
     if not completion.tokens:
         return {}
@@ -110,26 +147,34 @@ class JudgeCritic:
         return document.prompt_text(self.settings.judge_max_chars)
 
     def retrieval(self, query: str) -> dict[str, float]:
-        """Yes/No: would a reference document help? (Yes -> [Retrieval])."""
-        return self._ask(prompts.JUDGE_RETRIEVAL.format(question=query), _YES_NO_RETRIEVAL)
+        """Yes/No: can the model answer confidently without a reference? (No -> [Retrieval])."""
+        return self._ask(prompts.JUDGE_RETRIEVAL.format(question=query), _CONFIDENT_RETRIEVAL)
 
     def documents(self, query: str, documents: Sequence[Document]) -> list[CriticReading]:
-        """Three questions per document; the question and document come first so llama.cpp reuses its cache."""
-        readings = []
-        for doc in documents:
-            text = self._doc(doc)
-            readings.append(
-                CriticReading(
-                    relevance=self._ask(
-                        prompts.JUDGE_RELEVANCE.format(question=query, document=text), _YES_NO_RELEVANCE
-                    ),
-                    support=self._ask(prompts.JUDGE_SUPPORT.format(question=query, document=text), _SUPPORT_DIGITS),
-                    utility=self._ask(
-                        prompts.JUDGE_UTILITY.format(question=query, subject=f"Document:\n{text}"), _UTILITY_DIGITS
-                    ),
-                )
-            )
-        return readings
+        """Relevance, support and utility per document (``judge_batch``), ``concurrency`` requests at a time."""
+        read = self._combined if self.settings.judge_batch == "combined" else self._separate
+        return map_concurrently(lambda doc: read(query, doc), documents, self.settings.concurrency)
+
+    def _combined(self, query: str, doc: Document) -> CriticReading:
+        """One request: "Yes 2 4", each answer read from the log-probabilities where it was generated."""
+        messages: list[Message] = [
+            {"role": "system", "content": prompts.JUDGE_SYSTEM},
+            {"role": "user", "content": prompts.JUDGE_COMBINED.format(question=query, document=self._doc(doc))},
+        ]
+        reply = self.llm.chat(messages, max_tokens=8, temperature=0.0, logprobs=self.settings.logprobs_top_k)
+        rel, sup, use = labels_in_order(reply, (_YES_NO_RELEVANCE, _SUPPORT_DIGITS, _UTILITY_DIGITS))
+        return CriticReading(relevance=rel, support=sup, utility=use)
+
+    def _separate(self, query: str, doc: Document) -> CriticReading:
+        """Three single-token questions; the question and document come first so llama.cpp reuses its cache."""
+        text = self._doc(doc)
+        return CriticReading(
+            relevance=self._ask(prompts.JUDGE_RELEVANCE.format(question=query, document=text), _YES_NO_RELEVANCE),
+            support=self._ask(prompts.JUDGE_SUPPORT.format(question=query, document=text), _SUPPORT_DIGITS),
+            utility=self._ask(
+                prompts.JUDGE_UTILITY.format(question=query, subject=f"Document:\n{text}"), _UTILITY_DIGITS
+            ),
+        )
 
     def utility(self, query: str, answer: str) -> dict[str, float]:
         """A digit 1-5 for the answer (-> [Utility:i])."""
@@ -161,18 +206,20 @@ class LLMReflectionCritic:
         return self._next(prompts.instruction_prompt(query))
 
     def documents(self, query: str, documents: Sequence[Document]) -> list[CriticReading]:
-        """Relevance after ``</paragraph>``, support after ``[Relevant]``, utility after ``[Fully supported]``."""
-        readings = []
-        for doc in documents:
+        """Relevance after ``</paragraph>``, support after ``[Relevant]``, utility after ``[Fully supported]``.
+
+        ``concurrency`` documents are read at a time (a server backend batches them).
+        """
+
+        def read(doc: Document) -> CriticReading:
             base = prompts.instruction_prompt(query) + prompts.paragraph_block([self._doc(doc)])
-            readings.append(
-                CriticReading(
-                    relevance=self._next(base),
-                    support=self._next(base + RELEVANT),
-                    utility=self._next(base + RELEVANT + FULLY_SUPPORTED),
-                )
+            return CriticReading(
+                relevance=self._next(base),
+                support=self._next(base + RELEVANT),
+                utility=self._next(base + RELEVANT + FULLY_SUPPORTED),
             )
-        return readings
+
+        return map_concurrently(read, documents, self.settings.concurrency)
 
     def _doc(self, document: Document) -> str:
         return document.prompt_text(self.settings.judge_max_chars)

@@ -33,24 +33,28 @@ def register_corpus(name: str, factory: CorpusFactory) -> None:
 
 
 def make_retriever(settings: Settings) -> Retriever:
-    """The named corpus when ``selfrag.corpus`` is set, else the knowledge bases in ``selfrag.kbs``.
+    """The retriever ``selfrag.corpus`` names (see its description); the knowledge bases otherwise.
 
-    A name registered with :func:`register_corpus` wins; otherwise the name (or
-    ``A+B``, fused by RRF) must be corpora ingested with ``kb ingest-corpus``.
+    ``auto`` picks every ingested corpus when there is one; a name registered
+    with :func:`register_corpus` wins over ingested ones; ``A+B`` is fused by RRF.
     """
     s = settings.selfrag
-    if s.corpus is not None:
-        if s.corpus in _CORPORA:
-            return _CORPORA[s.corpus](settings)
+    if s.corpus:
         from core.kb.corpus import CorpusSearch, corpus_names
 
         ingested = corpus_names(settings.paths.resolve(settings.paths.index_dir))
-        if set(s.corpus.split("+")) <= set(ingested):
+        if s.corpus == "auto":
+            if ingested:
+                return KBRetriever(CorpusSearch(settings), [f"corpus:{'+'.join(ingested)}"], "dense")
+        elif s.corpus in _CORPORA:
+            return _CORPORA[s.corpus](settings)
+        elif set(s.corpus.split("+")) <= set(ingested):
             return KBRetriever(CorpusSearch(settings), [f"corpus:{s.corpus}"], "dense")
-        known = ", ".join(sorted(_CORPORA)) or "none registered"
-        raise ConfigError(
-            f"Unknown selfrag.corpus {s.corpus!r} (known: {known}; ingested: {', '.join(ingested) or 'none'})"
-        )
+        else:
+            known = ", ".join(sorted(_CORPORA)) or "none registered"
+            raise ConfigError(
+                f"Unknown selfrag.corpus {s.corpus!r} (known: {known}; ingested: {', '.join(ingested) or 'none'})"
+            )
     from core.kb import HybridRetriever
 
     return KBRetriever(HybridRetriever(settings), s.kbs, s.search_mode)

@@ -281,6 +281,7 @@ class NativeCritic:
     """The :class:`~core.selfrag.critic.Critic` protocol over a :class:`ReflectionModel` (batched)."""
 
     name = "native"
+    batched = True  # the pipeline hands it every document at once (it batches by critic_batch_size itself)
 
     def __init__(self, model: ReflectionModel) -> None:
         self.model = model

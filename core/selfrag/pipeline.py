@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
-from core.errors import BackendError
+from core.errors import BackendError, BackendTimeoutError, RateLimitedError
 from core.selfrag import prompts, scoring
 from core.selfrag.critic import Critic
 from core.selfrag.extract import extract_letter
@@ -68,7 +68,11 @@ class SelfRagPipeline:
             trace.query = self.query_processor.process(" ".join([question, *opts.values()]))
         try:
             self._answer(trace, query, asked, trace.query.queries, mode or self.settings.mode)
-        except BackendError as exc:  # the critic or generator failed: no answer rather than a guessed one
+        except BackendTimeoutError as exc:  # a slow machine, not a wrong answer: the harness retries these
+            log.warning("self-reflective RAG backend timeout: %s", exc)
+            trace.abstention = Abstention("timeout", str(exc))
+            return trace
+        except (BackendError, RateLimitedError) as exc:  # no answer rather than a guessed one
             log.warning("self-reflective RAG backend failure: %s", exc)
             trace.abstention = Abstention("backend-error", str(exc))
             return trace
@@ -84,9 +88,25 @@ class SelfRagPipeline:
             with _timed(trace, "retrieval"):
                 docs = retrieve_all(self.retriever, queries, self.settings.top_k)
             with _timed(trace, "rerank"):
-                trace.documents = self.rerank(query, docs)
+                trace.documents = self.rerank(query, docs, trace.budget_notes)
+            trace.retrieval_note = self._evidence_note(trace, len(docs))
+        else:
+            trace.retrieval_note = f"not retrieved: {trace.decision.reason}"
         evidence = [d.document for d in trace.documents if d.kept]
         self.generate_and_reflect(trace, query, asked, evidence)
+
+    def _evidence_note(self, trace: SelfRagTrace, retrieved: int) -> str:
+        floor = self.settings.relevance_floor
+        kept = sum(d.kept for d in trace.documents)
+        why = trace.decision.reason if trace.decision else ""
+        if not retrieved:
+            return f"retrieved ({why}), but the retriever found nothing: answered without evidence"
+        if not kept:
+            return (
+                f"retrieved ({why}); none of {len(trace.documents)} judged documents reached relevance "
+                f"{floor:g}: answered without evidence"
+            )
+        return f"retrieved ({why}); {kept} of {len(trace.documents)} judged documents passed relevance {floor:g}"
 
     def decide(self, query: str, mode: RetrievalMode) -> RetrievalDecision:
         """Stage 2: retrieve or not. Adaptive mode asks the critic; an unscored reading retrieves (the safe path)."""
@@ -107,19 +127,34 @@ class SelfRagPipeline:
         reason = f"P(retrieve)={p:.3f} {'>' if decision else '<='} {threshold:g}"
         return RetrievalDecision(mode, p, threshold, decision, reason, logprobs)
 
-    def rerank(self, query: str, documents: list[Document]) -> list[ScoredDocument]:
-        """Stage 4: critic scores for every document, best first; the top ``rerank_keep`` are kept."""
+    def rerank(self, query: str, documents: list[Document], notes: list[str] | None = None) -> list[ScoredDocument]:
+        """Stage 4: critic scores, best first; the best ``rerank_keep`` at or above ``relevance_floor`` are kept.
+
+        Documents are judged in groups (the native critic's whole batch, else ``concurrency`` at a time);
+        once ``budget_rerank_s`` is spent the rest are dropped unjudged and ``notes`` says so.
+        """
         s = self.settings
-        readings = self.critic.documents(query, documents)
+        step = len(documents) if getattr(self.critic, "batched", False) else s.concurrency
+        started = time.perf_counter()
+        readings = []
+        for i in range(0, len(documents), max(step, 1)):
+            if i and s.budget_rerank_s and time.perf_counter() - started > s.budget_rerank_s:
+                if notes is not None:
+                    notes.append(
+                        f"rerank budget {s.budget_rerank_s:g} s spent after {i} of {len(documents)} documents; "
+                        f"{len(documents) - i} dropped unjudged"
+                    )
+                break
+            readings += self.critic.documents(query, documents[i : i + step])
         scored = []
-        for doc, reading in zip(documents, readings, strict=True):
+        for doc, reading in zip(documents, readings, strict=False):
             rel = scoring.relevance(reading.relevance)
             grd = scoring.groundedness(reading.support, s.partial_support_weight)
             use = scoring.utility_score(reading.utility, s.utility_weights)
             scored.append((scoring.critic_score(rel, grd, use, s.w_rel, s.w_sup, s.w_use), doc, rel, grd, use))
         scored.sort(key=lambda row: row[0], reverse=True)  # stable: ties keep retrieval order
         return [
-            ScoredDocument(doc, rel, grd, use, score, kept=i < s.rerank_keep)
+            ScoredDocument(doc, rel, grd, use, score, kept=i < s.rerank_keep and _passes(rel, s.relevance_floor))
             for i, (score, doc, rel, grd, use) in enumerate(scored)
         ]
 
@@ -130,7 +165,14 @@ class SelfRagPipeline:
         """
         s = self.settings
         texts = [d.prompt_text(s.judge_max_chars) for d in evidence]
+        started_stage = time.perf_counter()
         for number in range(1, s.max_iterations + 1):
+            if number > 1 and s.budget_reflection_s and time.perf_counter() - started_stage > s.budget_reflection_s:
+                trace.budget_notes.append(
+                    f"reflection budget {s.budget_reflection_s:g} s spent after {number - 1} answer(s): "
+                    "no further regeneration"
+                )
+                break
             temperature = s.generation_temperature if number == 1 else s.regenerate_temperature
             asked = instruction
             if number > 1 and s.regenerate_feedback and trace.iterations[-1].expected_utility is not None:
@@ -165,6 +207,13 @@ class SelfRagPipeline:
             trace.letter = extract_letter(trace.clean_answer, trace.options)
             if trace.letter is None:
                 trace.abstention = Abstention("unparseable", "no option letter or option text found in the answer")
+
+
+def _passes(relevance: float | None, floor: float) -> bool:
+    """At or above the relevance floor; an unscored document passes only a floor of 0."""
+    if floor <= 0:
+        return True
+    return relevance is not None and relevance >= floor
 
 
 @contextmanager

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from core.selfrag.tokens import PARAGRAPH_CLOSE, PARAGRAPH_OPEN, RETRIEVAL
 
 __all__ = [
+    "JUDGE_COMBINED",
     "JUDGE_RELEVANCE",
     "JUDGE_RETRIEVAL",
     "JUDGE_SUPPORT",
@@ -36,9 +37,12 @@ MCQ_INSTRUCTION = (
 )
 
 JUDGE_SYSTEM = "You are a strict medical evidence judge. Answer with a single word or digit."
+# Asked as confidence, answered No -> [Retrieval]. Measured on the 30 bundled questions with the default
+# 1.5B judge: "Would looking up a reference help?" gave P(retrieve) 0.81-0.92 for every question (always
+# retrieve); this wording spreads it over 0.04-0.56 (docs/SELFRAG.md, "Retrieval decision").
 JUDGE_RETRIEVAL = (
-    "Question:\n{question}\n\nWould looking up a medical reference document help to answer this question "
-    "correctly? Answer Yes or No only."
+    "Question:\n{question}\n\nCan you answer this question confidently and correctly from your own medical "
+    "knowledge, without looking anything up? Answer Yes or No only."
 )
 JUDGE_RELEVANCE = (
     "Question:\n{question}\n\nDocument:\n{document}\n\nDoes the document contain information that helps "
@@ -47,6 +51,13 @@ JUDGE_RELEVANCE = (
 JUDGE_SUPPORT = (
     "Question:\n{question}\n\nDocument:\n{document}\n\nHow well does the document support answering the "
     "question? Answer with one digit: 1 = fully supports, 2 = partially supports, 3 = no support or contradicts."
+)
+# The relevance question is asked first and alone (it is what the relevance floor reads); with three numbered
+# questions and an example answer the 1.5B judge said "No" to every document (measured, docs/SELFRAG.md).
+JUDGE_COMBINED = (
+    "Question:\n{question}\n\nDocument:\n{document}\n\nDoes the document contain information that helps answer "
+    "this specific question? Answer Yes or No, then on the same line rate its support for an answer (1 = fully, "
+    "2 = partially, 3 = none) and its usefulness (1 useless to 5 complete), as three answers separated by spaces."
 )
 JUDGE_UTILITY = (
     "Question:\n{question}\n\n{subject}\n\nRate how useful this is for answering the question, from 1 "

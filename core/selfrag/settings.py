@@ -63,9 +63,25 @@ class SelfRagSettings(BaseModel):
         20, ge=2, le=20, description="Top alternatives asked of a backend per token (OpenAI servers allow at most 20)."
     )
     judge_max_chars: int = Field(
-        1500,
+        1000,
         ge=100,
-        description="Document and answer text shown to the judge or generator is cut to this many characters.",
+        description="Document and answer text shown to the judge or generator is cut to this many characters "
+        "(1,000 characters are about 250 tokens: each judged document costs its prompt's prefill on a CPU).",
+    )
+    judge_batch: Literal["combined", "separate"] = Field(
+        "combined",
+        description="Judge critic: `combined` asks relevance (Yes/No), support (1-3) and utility (1-5) of a "
+        "document in one request and reads each answer's log-probabilities where it is generated (one prefill "
+        "per document); `separate` asks three single-token questions (three requests sharing llama.cpp's "
+        "prompt cache).",
+    )
+    concurrency: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="Critic requests in flight at once (documents judged concurrently). Above 1 only for a server "
+        "backend (`openai` against vLLM or llama.cpp's server with several slots); the local llamacpp backend "
+        "serves one request at a time.",
     )
 
     # Stage 1: query processing.
@@ -82,29 +98,47 @@ class SelfRagSettings(BaseModel):
         "are the paper's ablations.",
     )
     retrieval_threshold: float = Field(
-        0.5,
+        0.3,
         ge=0,
         le=1,
         description="Retrieve when p[Retrieval] / (p[Retrieval] + p[No Retrieval]) exceeds this (the Self-RAG "
-        "paper used 0.2).",
+        "paper used 0.2 for its native critic). 0.3 was calibrated for the default judge on the 30 bundled "
+        "questions, where its P(retrieve) spans 0.04-0.56 with median ~0.31 (docs/SELFRAG.md, 'Retrieval "
+        "decision').",
     )
 
     # Stage 3: retrieval.
-    top_k: int = Field(1, ge=1, le=100, description="Documents retrieved per query before critic reranking.")
+    top_k: int = Field(
+        5,
+        ge=1,
+        le=100,
+        description="Documents retrieved per query before critic reranking (5-10 lets the critic choose; 1 "
+        "leaves it nothing to rank).",
+    )
     kbs: list[str] = Field(
         default_factory=lambda: ["guidelines", "druglabels"],
         description="Knowledge bases searched (`core.kb`); results are merged by score.",
     )
     corpus: str | None = Field(
-        None,
-        description="A corpus to use instead of the knowledge bases: a retriever registered by name "
-        "(`register_corpus`), or corpora ingested with `kb ingest-corpus`, several joined by `+` and fused by RRF "
-        "(`pubmed+textbooks`; see docs/LARGE_CORPORA.md).",
+        "auto",
+        description="What Self-RAG retrieves from. `auto`: every corpus ingested with `kb ingest-corpus` (fused by "
+        "RRF) when there is one, else the knowledge bases in `kbs` (the demo KBs are off-topic for benchmark "
+        "questions). A name: a retriever registered by name (`register_corpus`) or ingested corpora, several "
+        "joined by `+` (`pubmed+textbooks`; see docs/LARGE_CORPORA.md). Empty: always the knowledge bases.",
     )
     search_mode: Literal["hybrid", "dense", "bm25"] = Field("hybrid", description="Knowledge-base search mode.")
 
     # Stage 4: critic reranking.
-    rerank_keep: int = Field(3, ge=1, description="Documents kept after critic reranking.")
+    rerank_keep: int = Field(3, ge=1, description="Documents kept after critic reranking (at most).")
+    relevance_floor: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="A document reaches the generator only when the critic's P[Relevant] is at least this "
+        "(and it is among the best `rerank_keep`); an unscored relevance counts as below. When no document "
+        "passes, the question is answered without evidence and the trace says why. 0 keeps the best "
+        "`rerank_keep` whatever their relevance.",
+    )
     w_rel: float = Field(1.0, description="Weight of relevance (P[Relevant]) in the critic score.")
     w_sup: float = Field(1.0, description="Weight of groundedness in the critic score.")
     w_use: float = Field(0.5, description="Weight of utility (mapped to -1..1) in the critic score.")
@@ -149,6 +183,20 @@ class SelfRagSettings(BaseModel):
         4.0, ge=1, le=5, description="Stop regenerating once the expected utility sum(i * P[Utility:i]) reaches this."
     )
     max_iterations: int = Field(3, ge=1, le=10, description="Answers generated at most (the best one is kept).")
+
+    # Per-stage budgets (0: none). A spent budget ends the stage early and the trace records it.
+    budget_rerank_s: float = Field(
+        60.0,
+        ge=0,
+        description="Seconds the critic may spend judging documents; documents not judged in time are dropped "
+        "(never passed to the generator unjudged).",
+    )
+    budget_reflection_s: float = Field(
+        60.0,
+        ge=0,
+        description="Seconds generation plus self-reflection may take; no new regeneration round starts after "
+        "this (the best answer so far is kept).",
+    )
 
     # Evaluation harness.
     eval_limit: int = Field(0, ge=0, description="Questions per benchmark run; 0 means all.")

@@ -102,7 +102,7 @@ class Iteration:
 
 @dataclass(frozen=True)
 class Abstention:
-    """No answer, and why (``unparseable``, ``backend-error``, ``empty-answer``)."""
+    """No answer, and why (``unparseable``, ``timeout``, ``backend-error``, ``empty-answer``)."""
 
     reason: str
     detail: str = ""
@@ -110,7 +110,12 @@ class Abstention:
 
 @dataclass
 class SelfRagTrace:
-    """Everything one question went through; :meth:`to_json` gives the JSON record."""
+    """Everything one question went through; :meth:`to_json` gives the JSON record.
+
+    ``retrieval_note`` says why evidence did or did not reach the generator (the
+    decision, the relevance floor); ``budget_notes`` which stage budget ended a
+    stage early.
+    """
 
     question: str
     options: dict[str, str]
@@ -126,6 +131,8 @@ class SelfRagTrace:
     letter: str | None = None
     abstention: Abstention | None = None
     seconds: dict[str, float] = field(default_factory=dict)
+    retrieval_note: str = ""
+    budget_notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (nested dataclasses become dicts)."""
