@@ -37,6 +37,15 @@ def _build(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ingest_realistic(args: argparse.Namespace) -> int:
+    from core.cli import emit
+    from core.kb.realistic import ingest_realistic
+
+    reports = ingest_realistic(_kb(args), args.kb)
+    emit({"ingested": [r.to_json() for r in reports]}, args.json)
+    return 1 if any(r.errors for r in reports) else 0
+
+
 def _search(args: argparse.Namespace) -> int:
     from core.cli import emit
 
@@ -153,6 +162,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--force", action="store_true", help="Rebuild even when up to date.")
     p.add_argument("--json", action="store_true", help="Print the report as JSON.")
     p.set_defaults(func=_build)
+
+    p = kbsub.add_parser(
+        "ingest-realistic",
+        help="Render the long demo guideline to PDF and ingest it with the six long demo labels, as an upload is "
+        "(assets/kb/realistic; demo data, not for clinical use).",
+    )
+    p.add_argument("--kb", default="user", help="Target knowledge base or document space (default: shared space).")
+    p.add_argument("--json", action="store_true", help="Print the reports as JSON.")
+    p.set_defaults(func=_ingest_realistic)
 
     p = kbsub.add_parser("search", help="Search one knowledge base.")
     p.add_argument("query")
