@@ -6,7 +6,7 @@
 PYTHON ?= python3.11
 VENV   := .venv
 PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed-$(shell sha1sum requirements.txt 2>/dev/null | cut -c1-12)
+STAMP  := $(VENV)/.installed-$(shell cat requirements.txt constraints-cpu.txt 2>/dev/null | sha1sum | cut -c1-12)
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export PYTHONUNBUFFERED := 1
@@ -15,11 +15,13 @@ export PYTHONUNBUFFERED := 1
 
 setup: $(STAMP)
 
-$(STAMP): requirements.txt
+$(STAMP): requirements.txt constraints-cpu.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	# torch first, from the CPU wheel, so no resolver ever pulls a CUDA build
-	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -r requirements.txt
+	# the CPU build of torch first (local wheel, CPU index or a refused CUDA pin: see the script);
+	# constraints-cpu.txt makes every CUDA package (nvidia-*, triton) unresolvable for all installs
+	scripts/install_torch_cpu.sh $(PY)
+	$(PY) -m pip install -q -c constraints-cpu.txt -r requirements.txt
+	$(PY) -c "import sys, torch; sys.exit('error: a CUDA build of torch got installed; see scripts/install_torch_cpu.sh' if torch.version.cuda else 0)"
 	rm -f $(VENV)/.installed-*
 	touch $@
 

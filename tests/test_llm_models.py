@@ -111,3 +111,28 @@ def test_configured_model_path_must_exist(tmp_path: Path) -> None:
     settings = load_settings(llm={"model_path": tmp_path / "absent.gguf"})
     with pytest.raises(ConfigError, match=r"absent\.gguf"):
         verified_model_path(settings)
+
+
+def test_checkouts_share_one_assembled_copy(spec: ModelSpec, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import core.llm.models as models
+
+    monkeypatch.setattr(models, "load_spec", lambda name: spec)
+    cache = tmp_path / "cache"
+    first = load_settings(paths={"model_dir": tmp_path / "a"}, llm={"model_cache_dir": cache})
+    second = load_settings(paths={"model_dir": tmp_path / "b"}, llm={"model_cache_dir": cache})
+    a, b = models.ensure_default_model(first), models.ensure_default_model(second)
+    assert a.is_symlink() and b.is_symlink() and a.resolve() == b.resolve() == cache / spec.file
+    assert (cache / spec.file).read_bytes() == b"".join(PARTS)
+    # a damaged shared copy is caught by its hash and re-assembled on force, never served
+    (cache / spec.file).write_bytes(b"GGUF" + b"x" * (spec.size - 4))
+    assert not verify(spec, b, use_cache=False)
+    assert models.ensure_default_model(second, force=True) == b and verify(spec, b, use_cache=False)
+
+
+def test_an_empty_cache_setting_assembles_per_checkout(spec: ModelSpec, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import core.llm.models as models
+
+    monkeypatch.setattr(models, "load_spec", lambda name: spec)
+    settings = load_settings(paths={"model_dir": tmp_path / "a"}, llm={"model_cache_dir": None})
+    path = models.ensure_default_model(settings)
+    assert not path.is_symlink() and path.read_bytes() == b"".join(PARTS)

@@ -46,6 +46,11 @@ class LLMSettings(BaseModel):
         description="A GGUF file to use instead of the default model (`llamacpp`). Not hash-checked: "
         "it is the operator's file.",
     )
+    model_cache_dir: Path | None = Field(
+        Path("~/.cache/casebook/models"),
+        description="Folder shared by every checkout of this user: the default model is assembled there once "
+        "(sha256-checked) and `paths.model_dir` gets a link to it. Empty assembles a copy per checkout.",
+    )
     threads: int = Field(
         0,
         ge=0,
