@@ -8,6 +8,7 @@ import streamlit as st
 
 from core.contracts import INSUFFICIENT_DATA, NO_COMPARABLE_CASES
 from core.errors import CasebookError, RateLimitedError
+from core.privacy.text import escape_markdown
 from pages._shared import get_llm, show_error
 from pages._widgets import citation_chips, confidence_badge
 
@@ -30,7 +31,7 @@ def _assistant(content: str, cited: list[str], confidence: str | None, key: str,
         why = _REASONS.get(reason or "", reason) if reason else _ABSTAIN[content]
         st.warning(f"**The AI abstained** ({why}). {content}", icon="🛑")
     else:
-        st.markdown(content)
+        st.markdown(escape_markdown(content))  # model text renders as plain text: no links, images or HTML
     confidence_badge(confidence)
     citation_chips(cited, key)
 
@@ -56,7 +57,7 @@ def _ask(rt: Runtime, user: CurrentUser, scan_id: str, question: str, key: str) 
         return
     box = st.empty()
     with box.container():
-        st.markdown(first.text)
+        st.markdown(escape_markdown(first.text))
         st.caption("Instant answer from the similar cases" + (" · the model is writing…" if llm else ""))
     final: AskResult | None = first.result if first.result and first.result.path == "fixed" else None
 
@@ -69,9 +70,12 @@ def _ask(rt: Runtime, user: CurrentUser, scan_id: str, question: str, key: str) 
                 final = ev.result
 
     try:
-        if llm is not None:
-            with st.empty():
-                st.write_stream(deltas())
+        if llm is not None:  # unchecked text is never shown: a temporary "writing…" line the final answer replaces
+            writing, received = st.empty(), 0
+            for piece in deltas():
+                received += len(piece)
+                writing.caption(f"The model is writing… {received} characters, shown once they pass the answer rules.")
+            writing.empty()
         else:
             for _ in deltas():
                 pass
@@ -104,12 +108,12 @@ def chat_panel(rt: Runtime, user: CurrentUser, scan_id: str) -> None:
         for i, m in enumerate(past):
             with st.chat_message(m["role"]):
                 if m["role"] == "user":
-                    st.markdown(m["content"])
+                    st.markdown(escape_markdown(m["content"]))
                 else:
                     _assistant(m["content"], m["citedCaseIds"] or [], m["confidence"], f"{scan_id}-{i}")
     question = st.chat_input("Ask about this scan…", key="ask-input", max_chars=rt.settings.ask.max_question_chars)
     if question:
         with st.chat_message("user"):
-            st.markdown(question)
+            st.markdown(escape_markdown(question))
         with st.chat_message("assistant"):
             _ask(rt, user, scan_id, question, f"{scan_id}-{len(past) + 1}")

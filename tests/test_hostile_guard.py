@@ -11,12 +11,21 @@ real service, the loopback LLM server and the demo database.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from markdown_it import MarkdownIt
 
+from core.answer.drafts import STANDARD_RECOMMENDATIONS, generate_report_draft
 from core.answer.guard import enforce, guard_draft_sections
+from core.cases import build_context_bundle
 from core.contracts import BundleResult, ContextBundle, CurrentScan, PatientContextOut, PriorReport, SimilarCaseBrief
+from core.llm.factory import make_llm
 from core.privacy.text import escape_markdown
+from core.runtime import Runtime, open_runtime
+from tests.conftest import make_settings, scan_of
+from tests.llm_server import FakeLLMServer
+from tests.test_app_support import page, texts, use_root, user_of
 
 IDS = ["HC-00012", "HC-00004", "HC-00101"]
 A, B, C = IDS
@@ -250,3 +259,46 @@ def test_draft_sections_use_the_same_allow_list(copd: BundleResult, section: str
 def test_standard_recommendations_pass(copd: BundleResult) -> None:
     text = "Compare with prior imaging where available. Correlate with clinical findings."
     assert guard_draft_sections({"recommendations": text}, copd).sections == {"recommendations": text}
+
+
+# -- end to end: the real service, the loopback model and the Ask AI page -----------------------------------------
+HOSTILE_REPLY = (
+    "Based on similar cases, {a} and {b} show COPD with emphysema. "
+    "Give amoxicillin five hundred milligrams three times daily, see [dosing](http://evil.example/x). "
+    "![pixel](http://evil.example/p.png)"
+)
+
+
+def _point_app_at(server: FakeLLMServer, fresh: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
+    use_root(fresh.settings.paths.data_dir.parent, monkeypatch)
+    for key, value in server.llm_overrides("openai").items():
+        monkeypatch.setenv(f"CASEBOOK_LLM__{key.upper()}", str(value))
+
+
+def test_a_hostile_draft_keeps_only_the_standard_recommendations(fresh: Runtime, llm_server: FakeLLMServer) -> None:
+    rt = open_runtime(make_settings(fresh.settings.paths.data_dir.parent, llm=llm_server.llm_overrides("openai")))
+    sid = scan_of(rt, "rahul.mehta")
+    ids = build_context_bundle(rt, sid).case_ids
+    llm_server.reply = (
+        f"FINDINGS: Hyperinflated lungs with emphysema, as in {ids[0]}. IMPRESSION: COPD with emphysema. "
+        "RECOMMENDATIONS: Commence amoxicillin and arrange an urgent thoracostomy."
+    )
+    draft = generate_report_draft(rt, sid, make_llm(rt.settings))
+    rt.db.dispose()
+    assert "amoxicillin" not in draft.recommendations and "thoracostomy" not in draft.recommendations
+    assert draft.recommendations == STANDARD_RECOMMENDATIONS
+
+
+def test_the_chat_page_never_shows_rejected_or_live_text(
+    fresh: Runtime, llm_server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _point_app_at(llm_server, fresh, monkeypatch)
+    sid = scan_of(fresh, "rahul.mehta")
+    ids = build_context_bundle(fresh, sid).case_ids
+    llm_server.reply = HOSTILE_REPLY.format(a=ids[0], b=ids[1])
+    at = page("scan_review", user_of(fresh, "dr.chen"), sid).run()
+    at.chat_input[0].set_value("What do similar cases show?").run()
+    assert not at.exception and llm_server.requests
+    shown = texts(at)
+    assert "amoxicillin" not in shown.casefold() and "evil.example" not in shown
+    assert not re.search(r"(?<!\\)\[[^\]]*(?<!\\)\]\(", shown), "no live Markdown link or image"

@@ -14,10 +14,9 @@ from collections import Counter
 from dataclasses import dataclass
 
 from core.answer.draft_store import amend_report, save_draft, sign_draft
-from core.answer.guard import enforce
+from core.answer.guard import guard_draft_sections
 from core.answer.prompt import draft_messages, prompt_hash
 from core.answer.records import audit
-from core.answer.rules import forbidden_reason
 from core.cases import build_context_bundle
 from core.contracts import NO_COMPARABLE_CASES, BundleResult
 from core.errors import CasebookError
@@ -91,14 +90,7 @@ def generate_report_draft(
     except CasebookError as exc:
         _audit_draft(rt, scan_id, doctor_id, llm, messages, f"extractive:fallback:{type(exc).__name__}")
         return base
-    out = base.as_contract()
-    for key in ("findings", "impression"):
-        report = enforce(sections.get(key, ""), result)
-        if report.kept and not report.removed:
-            out[key] = report.text
-    rec = sections.get("recommendations", "")
-    if rec and forbidden_reason(rec) is None:
-        out["recommendations"] = rec
+    out = base.as_contract() | guard_draft_sections(sections, result).sections  # a section passes whole or not at all
     draft = DraftText(**out, path="llm" if out != base.as_contract() else "extractive")
     _audit_draft(rt, scan_id, doctor_id, llm, messages, draft.path)
     return draft

@@ -43,7 +43,7 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "DATE",
         re.compile(
-            rf"\b(?:(?:dob|d\.o\.b\.?|date of birth|born(?: on| in)?)[:\s]+(?:{_DAY}\s+)?(?:{_MONTH}\s+)?\d{{4}})"
+            rf"\b(?:(?:dob|d\.o\.b\.?|date of birth|born(?: on| in)?)[:\s]+(?:{_DAY}\s+)?(?:{_MONTH}\s+)?\d{{4}}(?![-/.]\d))"
             rf"|\b\d{{4}}[-/.]\d{{1,2}}[-/.]\d{{1,2}}\b"
             rf"|\b\d{{1,2}}[-/.]\d{{1,2}}[-/.](?:\d{{4}}|\d{{2}})\b"
             rf"|\b{_DAY}\s+(?:of\s+)?{_MONTH},?\s+\d{{2,4}}\b"
@@ -55,7 +55,7 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("RECORD", re.compile(r"\b[a-z]{1,4}\d{6,}[a-z]?\b")),
     (
         "PHONE",
-        re.compile(r"(?<![\w.])(?:\+\d{1,3}[\s.-]?)?(?:\(\d{2,5}\)[\s.-]?)?\d{2,5}(?:[\s.-]\d{2,5}){1,4}(?![\w])"),
+        re.compile(r"(?<![\w.])(?:\+\d{1,3}[\s.-]?)?(?:\(\d{2,5}\)[\s.-]?)?\d{2,6}(?:[\s.-]\d{2,6}){1,4}(?![\w])"),
     ),
     ("NUMBER", re.compile(r"(?<![\w.])(?<![a-z]-)\d{6,}(?![\w])")),  # "HC-000123" is a case id
 )
@@ -70,7 +70,7 @@ def name_variants(names: Iterable[str]) -> set[str]:
         if not full:
             continue
         out.add(full)
-        for part in re.split(r"[\s._'-]+", full):
+        for part in [*full.split(), *re.split(r"[\s._'-]+", full)]:
             part = part.strip(".,")
             if len(part) >= 2 and part not in _TITLES:
                 out.add(part)

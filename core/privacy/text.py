@@ -92,13 +92,19 @@ def strip_markup(text: str) -> tuple[str, MarkupFound]:
     return re.sub(r"[ \t]{2,}", " ", text).strip(), found
 
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-!|~$.:])")
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>#|~$])")
+_AUTOLINK_START = re.compile(r"(:)(//)|\b(www)(\.)", re.I)
 
 
 def escape_markdown(text: str) -> str:
-    """Escape every Markdown and HTML character so ``st.markdown`` shows ``text`` literally.
+    """Escape what Markdown and HTML act on so ``st.markdown`` shows ``text`` literally.
 
-    Colons are escaped too so a bare ``http://`` is never auto-linked, and ``$``
-    so nothing is read as LaTeX.
+    Brackets (links, images), angle brackets (HTML, autolinks), emphasis, code,
+    headings, tables, strike-through and ``$`` (LaTeX) are escaped, and so are
+    ``://`` and ``www.`` so that a bare address is never auto-linked. Ordinary
+    prose (case ids, decimals, parentheses) is left as it is.
     """
-    return _MD_SPECIAL.sub(r"\\\1", normalise(text, casefold=False))
+    out = _MD_SPECIAL.sub(r"\\\1", normalise(text, casefold=False))
+    return _AUTOLINK_START.sub(
+        lambda m: f"{m.group(1)}\\{m.group(2)}" if m.group(1) else f"{m.group(3)}\\{m.group(4)}", out
+    )
