@@ -75,7 +75,7 @@ def test_cli_qa_json_answers_with_evidence_and_trace(kb_root: Path, capsys: pyte
     code, out = _run(["qa", "What is the adult dose of isoniazid?", "--json", "--extractive"], kb_root, capsys)
     payload = json.loads(out)
     assert code == 0 and payload["kind"] == "answer" and payload["route"] == "drug"
-    assert payload["bullets"] and all(b["evidence"]["source"].startswith("label ") for b in payload["bullets"])
+    assert payload["bullets"] and all(" label — " in b["evidence"]["source"] for b in payload["bullets"])
     assert any("300 mg" in b["text"] for b in payload["bullets"])
     steps = [s["name"] for s in payload["trace"]["steps"]]
     assert {"route", "retrieve", "section_boost", "drug_anchor", "confidence", "entailment_gate"} <= set(steps)

@@ -59,15 +59,18 @@ def test_drug_answer_keeps_only_the_target_label_and_traces_every_step(settings:
     qa = qa_with(settings, llm=None)
     result = qa.answer("What is the dose of bedaquiline?")
     assert isinstance(result, QAAnswer) and result.route == "drug" and result.backend == "extractive"
-    assert {e.chunk_id for e in result.evidence} == {"b#dose", "b#desc"}
+    assert {e.chunk_id for e in result.evidence} == {"b#dose"}  # the dosage section only: the description is off-slot
     assert result.bullets[0].text.startswith("Bedaquiline is given at 400 mg")
-    assert result.bullets[0].evidence.source == "label bdq-1 (Demoquiline) > 2 DOSAGE AND ADMINISTRATION"
+    assert result.bullets[0].evidence.source == "Demoquiline (bedaquiline) label — Dosage and Administration"
     assert result.bullets[0].evidence.score == 1.0 and result.patient_summary
     names = [s.name for s in result.trace.steps]
-    assert names[:5] == ["route", "retrieve", "section_boost", "drug_anchor", "confidence"]
+    assert names[:6] == ["route", "slot", "retrieve", "section_boost", "drug_anchor", "confidence"]
+    assert "section_only" in names
     anchor = result.trace.step("drug_anchor")
     assert anchor is not None and anchor.detail["rejected"] == ["p#dose"] and "p#dose" in anchor.before
-    assert qa.retriever.calls == [("What is the dose of bedaquiline?", "druglabels")]  # type: ignore[attr-defined]
+    # one search, of the labels KB only, for the question plus the concept its word "dose" names
+    calls = qa.retriever.calls  # type: ignore[attr-defined]
+    assert calls == [("What is the dose of bedaquiline? (dosage and administration)", "druglabels")]
 
 
 def test_out_of_domain_abstains_before_any_search(settings: Settings) -> None:

@@ -1,7 +1,8 @@
 """Sub-commands ``qa`` and ``eval-guidelines``.
 
     python -m core qa "What is the adult dose of isoniazid?" --json [--extractive]
-    python -m core eval-guidelines --json [--limit N] [--ids q01,q26] [--extractive] [--calibrate]
+    python -m core eval-guidelines --json [--limit N] [--ids q01,q26] [--split test] [--extractive]
+    python -m core eval-guidelines --calibrate [--plot docs/benchmarks/guideline_qa_threshold.png] --json
 
 Both read the existing knowledge bases (build the demo ones with
 ``python -m core kb build``). ``eval-guidelines`` exits 1 when a target is missed.
@@ -32,6 +33,9 @@ def _render(result: Any) -> str:
     if result.kind == "abstain":
         return f"ABSTAIN ({result.route}, {result.stage}): {result.reason}"
     lines = [f"route: {result.route}   confidence: {result.confidence:.2f}   backend: {result.backend}"]
+    if result.statement:
+        source = f" ({result.evidence[0].source})" if result.evidence else ""
+        lines.append(f"{result.statement}{source}")
     for b in result.bullets:
         lines += [f"- {b.text}", f"    evidence ({b.evidence.score:.2f}, {b.evidence.source}): {b.evidence.text}"]
     if result.patient_summary:
@@ -46,16 +50,27 @@ def _qa(args: argparse.Namespace) -> int:
 
 
 def _eval(args: argparse.Namespace) -> int:
-    from core.guideline.evaluate import calibration_scores, fit_calibration, load_eval, run_eval
+    from core.guideline.evaluate import load_eval, run_eval
 
     qa = _qa_engine(args)
     items = load_eval(qa.settings.paths.resolve(qa.cfg.eval_path))
     if args.ids:
         wanted = set(args.ids.split(","))
         items = [i for i in items if i.id in wanted]
+    if args.split:
+        items = [i for i in items if i.split == args.split]
     items = items[: args.limit] if args.limit else items
     if args.calibrate:
-        emit(fit_calibration(calibration_scores(qa, items), qa.cfg.calib_l2), args.json)
+        from pathlib import Path
+
+        from core.guideline.fitting import collect_rows, fit_report, plot_sensitivity
+
+        fitted = fit_report(collect_rows(qa, items), qa.cfg.calib_l2, qa.cfg.calib_false_pass_weight)
+        if args.plot:
+            plot_sensitivity(fitted, Path(args.plot))
+        if not args.json:
+            fitted = {kb: {k: v for k, v in f.items() if k != "curves"} for kb, f in fitted.items()}
+        emit(fitted, args.json)
         return 0
     report = run_eval(qa, items)
     payload = report.model_dump(mode="json")
@@ -76,6 +91,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--limit", type=int, default=0, help="Only the first N items (0: all).")
     p.add_argument("--ids", default="", help="Only these comma-separated item ids.")
     p.add_argument("--extractive", action="store_true", help="Compose from the evidence without the LLM.")
-    p.add_argument("--calibrate", action="store_true", help="Refit the confidence calibration and print it.")
+    p.add_argument("--split", choices=["train", "test"], default="", help="Only the items of this split.")
+    p.add_argument(
+        "--calibrate", action="store_true",
+        help="Fit the confidence model on the train split (k-fold checked), pick per-KB thresholds, report the test "
+        "split, and print it.",
+    )  # fmt: skip
+    p.add_argument("--plot", default="", help="With --calibrate: write the threshold sensitivity chart (PNG) here.")
     p.add_argument("--json", action="store_true", help="Print the report (with per-item outcomes) as JSON.")
     p.set_defaults(func=_eval)

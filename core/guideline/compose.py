@@ -7,11 +7,13 @@ gates in :mod:`core.guideline.gates` before anyone sees it.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from core.guideline.constraints import Candidate
 from core.guideline.gates import source_label
 from core.guideline.settings import GuidelineQASettings
+from core.guideline.slots import Slot, fills_slot, mentions_focus
 from core.guideline.text import key_tokens, overlap_ratio, split_sentences
 from core.llm.base import Message
 
@@ -51,12 +53,19 @@ class Scored:
     source: str
 
 
-def rank_sentences(question: str, evidence: list[Candidate], cfg: GuidelineQASettings) -> list[Scored]:
+def rank_sentences(
+    question: str, evidence: list[Candidate], cfg: GuidelineQASettings, slot: Slot | None = None,
+    drug_names: Collection[str] = (),
+) -> list[Scored]:  # fmt: skip
     """Complete evidence sentences by relevance to the question, best first, without duplicates.
 
     Relevance = share of the question's key tokens found in the sentence or its
     chunk's heading and drug names (label sections rarely repeat the drug name), plus
     ``extractive_chunk_weight`` times the chunk's rank score (section boost included).
+    With a ``slot`` (:mod:`core.guideline.slots`), sentences that leave the slot
+    empty, or miss the question's focus (unless they come from the label section
+    the question names), are dropped; those that fill the slot fully get
+    ``slot_fill_weight`` more.
     """
     q = key_tokens(question, cfg.stopwords)
     scored: dict[str, Scored] = {}
@@ -69,14 +78,24 @@ def rank_sentences(question: str, evidence: list[Candidate], cfg: GuidelineQASet
                 continue
             coverage = overlap_ratio(q, tokens | heading)
             score = coverage + cfg.extractive_chunk_weight * cand.rank_score
+            if slot is not None:
+                fit = fills_slot(sentence, cand.hit, slot.name, drug_names)
+                on_section = cand.boost > 0 and cand.is_label  # the label section the question names
+                if fit == 0 or not (on_section or mentions_focus(sentence, cand.hit, slot.focus, cfg)):
+                    continue
+                score += cfg.slot_fill_weight * (fit - 1)
             if coverage >= cfg.min_question_overlap and score > getattr(scored.get(sentence), "score", -1.0):
                 scored[sentence] = Scored(score, sentence, i, source_label(cand.hit))
     return sorted(scored.values(), key=lambda s: s.score, reverse=True)
 
 
-def extractive_bullets(question: str, evidence: list[Candidate], cfg: GuidelineQASettings) -> list[Draft]:
-    """The ``max_bullets`` most relevant evidence sentences, verbatim, best first."""
-    return [Draft(s.text, (s.chunk + 1,)) for s in rank_sentences(question, evidence, cfg)[: cfg.max_bullets]]
+def extractive_bullets(
+    question: str, evidence: list[Candidate], cfg: GuidelineQASettings, slot: Slot | None = None,
+    drug_names: Collection[str] = (),
+) -> list[Draft]:  # fmt: skip
+    """The ``max_bullets`` most relevant evidence sentences that answer the slot, verbatim, best first."""
+    ranked = rank_sentences(question, evidence, cfg, slot, drug_names)
+    return [Draft(s.text, (s.chunk + 1,)) for s in ranked[: cfg.max_bullets]]
 
 
 def complete_sentences(text: str) -> list[str]:

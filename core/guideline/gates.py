@@ -54,12 +54,31 @@ class Verdict:
     missing_high_risk: tuple[str, ...] = ()
 
 
+_SMALL_WORDS = {"and", "or", "of", "in", "for", "with", "the", "a", "an", "to", "on", "by"}
+
+
+def _tidy_section(title: str) -> str:
+    """A label section title without its number, in title case when it was all capitals."""
+    title = re.sub(r"^\s*\d+(\.\d+)*\s+", "", title).strip()
+    if title.isupper():
+        words = title.lower().split()
+        title = " ".join(w if i and w in _SMALL_WORDS else w[:1].upper() + w[1:] for i, w in enumerate(words))
+    return title
+
+
 def source_label(hit: Hit) -> str:
-    """Where a chunk comes from: ``label <set id> (<drug>) > <section>`` or ``<document> > <section path>``."""
-    if hit.set_id:
-        return f"label {hit.set_id} ({hit.title}) > {hit.section_title or hit.section_code or 'label'}"
-    path = " > ".join(hit.section_path) or hit.section_title
-    return f"{hit.title or hit.doc_id}" + (f" > {path}" if path else "")
+    """Where a chunk comes from: ``<drug> label — <section>`` or ``<guideline title> — <section>``.
+
+    A label whose title is a brand name adds the generic name: ``Demoquiline (bedaquiline) label — Contraindications``.
+    """
+    if hit.set_id or hit.kb == "druglabels":
+        title = hit.title or "Drug"
+        generic = sorted((n for n in hit.drug_names if n != title.lower() and " " not in n), key=len)
+        name = f"{title} ({generic[0]})" if generic and generic[0] not in title.lower() else title
+        section = _tidy_section(hit.section_title) or hit.section_code or "label"
+        return f"{name} label — {section}"
+    section = hit.section_path[-1] if hit.section_path else hit.section_title
+    return f"{hit.title or hit.doc_id}" + (f" — {section}" if section else "")
 
 
 def evidence_sentences(hits: Iterable[Hit], stopwords: Collection[str]) -> list[EvidenceSentence]:

@@ -14,7 +14,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Literal
 
-from core.errors import BackendError, InvalidInputError
+from core.errors import BackendError, IndexStateError, InvalidInputError
+from core.guideline.catalog import Catalog, build_catalog
 from core.guideline.compose import (
     Draft,
     bullet_prompt,
@@ -28,7 +29,19 @@ from core.guideline.constraints import Candidate
 from core.guideline.gates import align, check_bullet, entity_guard, evidence_sentences, source_label
 from core.guideline.retrieval import constrained_retrieval
 from core.guideline.router import drug_synonyms, route_question
-from core.guideline.types import Abstention, Bullet, EvidenceChunk, QAAnswer, QAResult, Route, Snippet, Trace
+from core.guideline.slots import LABEL_SLOT_SECTIONS, Slot, question_slot
+from core.guideline.statements import Statement, structural_statement, yes_no_statement
+from core.guideline.types import (
+    Abstention,
+    Bullet,
+    EvidenceChunk,
+    QAAnswer,
+    QAResult,
+    Route,
+    RouteDecision,
+    Snippet,
+    Trace,
+)
 from core.kb.lexicon import DrugLexicon
 from core.kb.types import Retriever
 from core.llm.base import LLM
@@ -46,7 +59,9 @@ class GuidelineQA:
     """Answers TB/CAP questions from the guideline and drug-label KBs, or abstains.
 
     ``retriever`` and ``lexicon`` default to the KnowledgeBase of ``settings``;
-    ``llm`` defaults to ``make_llm(settings)`` (``None``: the extractive composer).
+    ``llm`` defaults to ``make_llm(settings)`` (``None``: the extractive composer);
+    ``catalog`` (label sections, demo documents) defaults to one read from the
+    retriever's document stores when it has them.
     """
 
     def __init__(
@@ -55,6 +70,7 @@ class GuidelineQA:
         retriever: Retriever | None = None,
         lexicon: DrugLexicon | None = None,
         llm: LLM | Literal["settings"] | None = FROM_SETTINGS,
+        catalog: Catalog | None = None,
     ) -> None:
         self.settings = settings
         self.cfg = settings.guideline
@@ -78,6 +94,27 @@ class GuidelineQA:
 
             llm = make_llm(settings) if self.cfg.writer == "llm" else None
         self.llm: LLM | None = llm if not isinstance(llm, str) else None
+        self._catalog = catalog
+        self._catalog_key: tuple[int, ...] = ()
+
+    @property
+    def catalog(self) -> Catalog:
+        """Label sections and demo documents, re-read when an index is swapped (empty without stores)."""
+        if self._catalog is not None and not self._catalog_key:
+            return self._catalog
+        kbs = ("druglabels", "guidelines")
+        index_of = getattr(self.retriever, "index", None)
+        key: tuple[int, ...] = ()
+        if index_of is not None:
+            try:
+                key = tuple(id(index_of(kb)) for kb in kbs)
+            except (IndexStateError, InvalidInputError):
+                key = (-1,)
+        if self._catalog is None or key != self._catalog_key:
+            root = self.settings.paths.resolve(self.settings.paths.assets_dir) / self.settings.kb.demo_subdir
+            self._catalog = build_catalog(self.retriever, kbs, root)
+            self._catalog_key = key or (0,)
+        return self._catalog
 
     @property
     def backend(self) -> str:
@@ -97,40 +134,77 @@ class GuidelineQA:
                 raise InvalidInputError("route override must be guideline, drug or mixed")
             decision = decision.model_copy(update={"route": route, "reason": f"chosen by the user ({decision.reason})"})
         trace.add("route", decision=decision.model_dump())
+        if decision.refused:
+            return Abstention(question=question, route=decision.route, reason=decision.reason, stage="policy",
+                              trace=trace)  # fmt: skip
         if decision.route == "out_of_domain":
             return Abstention(question=question, route=decision.route, reason=decision.reason, stage="router",
                               trace=trace)  # fmt: skip
         synonyms = drug_synonyms(self.lexicon, decision.drugs, self.cfg.drug_aliases)
+        slot = question_slot(question, self.cfg, synonyms)
+        trace.add("slot", slot=slot.name, yes_no=slot.yes_no, focus=sorted(slot.focus))
+        structural = self._structural(decision, slot, trace)
+        if structural is not None:
+            return self._statement_answer(question, decision, slot, structural, trace)
         found = constrained_retrieval(
             question, decision, synonyms, self.retriever, self.cfg, self.settings.kb.rrf_k, trace
         )
         if not found.evidence:
             return Abstention(question=question, route=decision.route, reason=found.reason, stage=found.stage,
                               trace=trace)  # fmt: skip
-        drafts = self._draft(question, found.evidence, trace)
+        drafts = self._draft(question, found.evidence, slot, trace)
         if not drafts:
             return Abstention(question=question, route=decision.route, stage="generation", trace=trace,
-                              reason="the evidence yielded no answer sentence")  # fmt: skip
+                              reason=_no_answer_reason(slot))  # fmt: skip
         bullets = self._verify(drafts, found.evidence, trace)
         if not bullets:
             return Abstention(question=question, route=decision.route, stage="verification", trace=trace,
                               reason="every drafted sentence failed the entailment gate")  # fmt: skip
+        best = next((c.hit for c in found.evidence if c.hit.chunk_id == bullets[0].evidence.chunk_id), None)
+        said = yes_no_statement(question, slot, bullets[0].text, best.section_code if best else None, self.cfg)
         return QAAnswer(
             question=question,
             route=decision.route,
+            statement=said.text if said else None,
+            finding=said.finding if said else None,  # type: ignore[arg-type]
+            slot=slot.name,
             bullets=bullets,
-            evidence=[_evidence_chunk(c) for c in found.evidence],
+            evidence=[self._evidence_chunk(c) for c in found.evidence],
             patient_summary=self._patient(bullets, trace),
             backend=self.backend,
             confidence=max(c.confidence for c in found.evidence),
             trace=trace,
         )
 
-    def _draft(self, question: str, evidence: list[Candidate], trace: Trace) -> list[Draft]:
+    def _structural(self, decision: RouteDecision, slot: Slot, trace: Trace) -> Statement | None:
+        """A structural fact from the label catalogue for a one-drug, one-section question (or ``None``)."""
+        if decision.route != "drug" or len(decision.drugs) != 1 or slot.name not in LABEL_SLOT_SECTIONS:
+            return None
+        entry = self.lexicon.lookup(decision.drugs[0])
+        docs = list(entry.doc_ids) if entry else []
+        found = structural_statement(slot, docs, self.catalog, self.cfg)
+        trace.add("structure", after=[found.text] if found else [], labels=docs, slot=slot.name,
+                  finding=found.finding if found else None)  # fmt: skip
+        return found
+
+    def _statement_answer(
+        self, question: str, decision: RouteDecision, slot: Slot, said: Statement, trace: Trace
+    ) -> QAAnswer:
+        """The answer for a structural fact: the statement, and the "None" section as its evidence when there is one."""
+        evidence = []
+        if said.hit is not None:
+            cand = Candidate(said.hit, relevance=1.0, confidence=1.0)
+            evidence = [self._evidence_chunk(cand)]
+        return QAAnswer(question=question, route=decision.route, statement=said.text, finding=said.finding,  # type: ignore[arg-type]
+                        slot=slot.name, bullets=[], evidence=evidence, patient_summary=None, backend="structure",
+                        confidence=1.0, trace=trace)  # fmt: skip
+
+    def _draft(self, question: str, evidence: list[Candidate], slot: Slot, trace: Trace) -> list[Draft]:
         """Bullets from the LLM, or from the extractive composer (no LLM, an LLM error, or an empty draft)."""
         failure: dict[str, str] = {}
         if self.llm is not None:
-            sentences = rank_sentences(question, evidence, self.cfg)[: self.cfg.llm_evidence_sentences]
+            names = self.lexicon.names()
+            sentences = rank_sentences(question, evidence, self.cfg, slot, names)[: self.cfg.llm_evidence_sentences]
             if not sentences:
                 trace.add("generate", backend=self.backend, raw="", note="no evidence sentence to prompt with")
                 return []
@@ -147,7 +221,7 @@ class GuidelineQA:
                               unresolved_citations=unknown)  # fmt: skip
                     return drafts
                 failure = {"fallback_from": self.backend, "error": f"no bullet in the reply: {reply.text[:200]!r}"}
-        drafts = extractive_bullets(question, evidence, self.cfg)
+        drafts = extractive_bullets(question, evidence, self.cfg, slot, self.lexicon.names())
         trace.add("generate", after=[d.text for d in drafts], backend="extractive",
                   fallback_from=failure.get("fallback_from"), error=failure.get("error"))  # fmt: skip
         return drafts
@@ -165,12 +239,20 @@ class GuidelineQA:
                 rejected.append({"text": draft.text, "reason": verdict.reason, "overlap": round(verdict.overlap, 3)})
                 continue
             best, score = align(draft.text, sentences, self.cfg.stopwords)
+            doc = next((c.hit.doc_id for c in evidence if c.hit.chunk_id == best.chunk_id), "")
             snippet = Snippet(text=best.text, score=round(score, 4), source=best.source, kb=best.kb,
-                              chunk_id=best.chunk_id)  # fmt: skip
+                              chunk_id=best.chunk_id, demo=doc in self.catalog.demo_docs)  # fmt: skip
             kept.append(Bullet(text=draft.text, evidence=snippet, overlap=round(verdict.overlap, 4)))
         trace.add("entailment_gate", [d.text for d in drafts], [b.text for b in kept], rejected=rejected,
                   tau=self.cfg.tau)  # fmt: skip
         return kept
+
+    def _evidence_chunk(self, cand: Candidate) -> EvidenceChunk:
+        hit = cand.hit
+        return EvidenceChunk(chunk_id=hit.chunk_id, kb=hit.kb, source=source_label(hit), text=hit.text,
+                             drug_names=list(hit.drug_names), section_code=hit.section_code,
+                             section_path=list(hit.section_path), confidence=round(cand.confidence, 4), boost=cand.boost,
+                             demo=hit.doc_id in self.catalog.demo_docs)  # fmt: skip
 
     def _patient(self, bullets: list[Bullet], trace: Trace) -> str | None:
         """A patient-friendly summary whose sentences introduce no medical entity absent from the bullets."""
@@ -191,8 +273,10 @@ class GuidelineQA:
         return " ".join(kept) or None
 
 
-def _evidence_chunk(cand: Candidate) -> EvidenceChunk:
-    hit = cand.hit
-    return EvidenceChunk(chunk_id=hit.chunk_id, kb=hit.kb, source=source_label(hit), text=hit.text,
-                         drug_names=list(hit.drug_names), section_code=hit.section_code, confidence=round(cand.confidence, 4),
-                         boost=cand.boost)  # fmt: skip
+def _no_answer_reason(slot: Slot) -> str:
+    """Why no evidence sentence answered: the slot left empty, or the focus never mentioned."""
+    if slot.name is not None:
+        return f"no evidence sentence states the {slot.name.replace('_', ' ')} the question asks for"
+    if slot.focus:
+        return "no evidence sentence mentions what the question asks about (" + ", ".join(sorted(slot.focus)) + "...)"
+    return "the evidence yielded no answer sentence"

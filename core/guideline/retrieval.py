@@ -1,7 +1,8 @@
 """Structurally constrained retrieval for one routed question, with its trace.
 
-Per knowledge base on the route: search, calibrate, boost, anchor, diagnosis
-gate, then the per-KB confidence threshold. Candidates of the KBs that pass
+Per knowledge base on the route: search (the question plus the names of the
+concepts it abbreviates), section boost on the similarity and fusion, anchor,
+diagnosis gate, then the calibrated confidence and the per-KB threshold. Candidates of the KBs that pass
 are merged and the best ``evidence_chunks`` become the evidence. On the mixed
 route the corpora in ``guideline.mixed_corpora`` are one more KB,
 ``corpus:A+B`` (see :class:`core.kb.corpus.WithCorpora`).
@@ -9,22 +10,25 @@ route the corpora in ``guideline.mixed_corpora`` are one more KB,
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from core.guideline.calibration import confidence
+from core.guideline.calibration import confidence, model_confidence, retrieval_features
 from core.guideline.constraints import (
     Candidate,
-    apply_section_boost,
+    boost_and_fuse,
     diagnosis_gate,
     drug_anchor_filter,
     relevance,
     section_markers,
+    section_matches,
 )
+from core.guideline.router import expand_query
 from core.guideline.settings import GuidelineQASettings
+from core.guideline.text import key_tokens
 from core.guideline.types import RouteDecision, Trace
 from core.kb.types import Retriever
 
-__all__ = ["RetrievalOutcome", "constrained_retrieval"]
+__all__ = ["RetrievalOutcome", "constrained_retrieval", "kb_features"]
 
 
 @dataclass(frozen=True)
@@ -45,17 +49,14 @@ def _one_kb(
     cfg: GuidelineQASettings, rrf_k: int, trace: Trace,
 ) -> tuple[list[Candidate], str]:  # fmt: skip
     """Surviving candidates of one KB, and the reason when none survive."""
-    hits = retriever.search(question, kb=kb, top_k=cfg.candidates, mode=cfg.search_mode)
-    mid, scale = cfg.calibration(kb)
+    query = expand_query(question, cfg)
+    hits = retriever.search(query, kb=kb, top_k=cfg.candidates, mode=cfg.search_mode)
     top_bm25 = max((h.score for h in hits), default=0.0)
-    cands = [
-        Candidate(h, relevance(h, cfg.search_mode, rrf_k, top_bm25), confidence(h.dense_score, mid, scale))
-        for h in hits
-    ]
-    trace.add("retrieve", after=_ids(cands), kb=kb, mode=cfg.search_mode,
-              confidence={c.hit.chunk_id: round(c.confidence, 4) for c in cands})  # fmt: skip
-    markers = section_markers(question, cfg)
-    boosted = apply_section_boost(cands, markers, cfg.alpha)
+    cands = [Candidate(h, relevance(h, cfg.search_mode, rrf_k, top_bm25), 0.0) for h in hits]
+    trace.add("retrieve", after=_ids(cands), kb=kb, mode=cfg.search_mode, query=query,
+              cosine={c.hit.chunk_id: round(c.hit.dense_score or 0.0, 4) for c in cands})  # fmt: skip
+    markers = section_markers(query, cfg)
+    boosted = boost_and_fuse(cands, markers, cfg.alpha, cfg.search_mode, rrf_k)
     trace.add("section_boost", _ids(cands), _ids(boosted), kb=kb, markers=markers, alpha=cfg.alpha,
               boosted=[c.hit.chunk_id for c in boosted if c.boost])  # fmt: skip
     cands = boosted
@@ -71,15 +72,39 @@ def _one_kb(
         cands = kept
         if not cands:
             return [], f"no {kb} chunk carries diagnostic evidence"
+    features = kb_features(question, cands, markers, cfg)
+    cands = [replace(c, confidence=_confidence(kb, c, features, markers, cfg)) for c in cands]
     threshold = cfg.threshold(kb)
     best = max((c.confidence for c in cands), default=0.0)
     cosine = max((c.hit.dense_score or 0.0 for c in cands), default=0.0)
     passed = best >= threshold
     trace.add("confidence", _ids(cands), _ids(cands) if passed else [], kb=kb, best=round(best, 4),
-              best_cosine=round(cosine, 5), threshold=threshold, passed=passed)  # fmt: skip
+              best_cosine=round(cosine, 5), threshold=threshold, passed=passed,
+              features={k: round(v, 5) for k, v in features.items()})  # fmt: skip
     if not passed:
         return [], f"retrieval confidence {best:.2f} in {kb} below threshold {threshold:.2f}"
     return cands, ""
+
+
+def kb_features(question: str, cands: list[Candidate], markers: list[str], cfg: GuidelineQASettings) -> dict[str, float]:
+    """The confidence model's features over one KB's surviving candidates (see :func:`retrieval_features`)."""
+    cosines = [c.hit.dense_score for c in cands if c.hit.dense_score is not None]
+    top = cands[: cfg.evidence_chunks]
+    matched = bool(markers) and any(section_matches(c.hit, markers) for c in top)
+    return retrieval_features(cosines, matched, len(key_tokens(question, cfg.stopwords)))
+
+
+def _confidence(
+    kb: str, cand: Candidate, features: dict[str, float], markers: list[str], cfg: GuidelineQASettings
+) -> float:
+    """One candidate's calibrated confidence: the KB's fitted model, or the cosine-only curve."""
+    coef = cfg.calib_model.get(kb)
+    if coef is None:
+        mid, scale = cfg.calibration(kb)
+        return confidence(cand.hit.dense_score, mid, scale)
+    own = dict(features, cosine=cand.hit.dense_score or 0.0)
+    own["section_match"] = float(bool(markers) and section_matches(cand.hit, markers))
+    return model_confidence(own, coef)
 
 
 def constrained_retrieval(
@@ -101,6 +126,11 @@ def constrained_retrieval(
         stage = "confidence" if all("confidence" in r for r in reasons) else "retrieval"
         return RetrievalOutcome([], stage, "; ".join(reasons) or "nothing retrieved")
     merged.sort(key=lambda c: c.rank_score, reverse=True)
+    markers = section_markers(expand_query(question, cfg), cfg)
+    on_section = [c for c in merged if section_matches(c.hit, markers)] if markers else []
+    if decision.route == "drug" and on_section:  # the label section the question names answers it, no other
+        trace.add("section_only", _ids(merged), _ids(on_section), markers=markers)
+        merged = on_section
     evidence = merged[: cfg.evidence_chunks]
     trace.add("evidence", _ids(merged), _ids(evidence), kept=len(evidence))
     return RetrievalOutcome(evidence)

@@ -1,14 +1,20 @@
-"""Task-aware router: guideline, drug, mixed or out-of-domain.
+"""Task-aware router by concepts: refused, guideline, drug, mixed or out-of-domain.
 
 Inputs are the question, the :class:`~core.kb.DrugLexicon` of the ingested
 labels (every proprietary, generic and ingredient name: nothing hard-coded)
-and the keyword lists of :class:`GuidelineQASettings`. Rules, in order:
+and the vocabularies of :class:`GuidelineQASettings`. A question names a domain
+concept by a trigger word, a word start (``tubercul`` in "tuberculous") or a
+variant in ``concepts`` (TB, LTBI, IGRA, TST, CAP, CURB-65). Rules, in order:
 
-1. no domain trigger and no known drug -> ``out_of_domain`` (abstain at once);
-2. a known drug and a guideline task word (regimen, treatment, diagnose...) -> ``mixed``;
-3. a known drug otherwise -> ``drug`` (labels only);
+0. a prompt injection or harm request (``refusal_patterns``) -> refused with
+   the fixed ``refusal_message`` (route ``out_of_domain``, stage ``policy``);
+1. no domain concept and no known drug -> ``out_of_domain`` (abstain at once);
+2. a known drug, a guideline task word and either a domain concept or several
+   drugs -> ``mixed`` ("How long is rifampin given for latent TB?");
+3. a known drug otherwise -> ``drug`` (labels only), even with a task word
+   ("Who should not take amoxicillin?");
 4. no drug and a guideline task word -> ``guideline`` (guidelines only);
-5. no drug and no guideline task word (``How does TB spread?``, ``side effects of TB drugs``) -> ``mixed``.
+5. no drug and no guideline task word (``How does TB spread?``) -> ``mixed``.
 
 Diagnosis intent (switching on the diagnosis evidence gate) is any diagnosis
 keyword outside the ``drug`` route.
@@ -16,12 +22,14 @@ keyword outside the ``drug`` route.
 
 from __future__ import annotations
 
+import re
+
 from core.guideline.settings import GuidelineQASettings
 from core.guideline.text import find_phrases
 from core.guideline.types import RouteDecision
 from core.kb.lexicon import DrugLexicon
 
-__all__ = ["drug_synonyms", "route_question"]
+__all__ = ["concepts_in", "drug_synonyms", "expand_query", "is_refused", "route_question"]
 
 
 def drug_synonyms(lexicon: DrugLexicon, names: list[str], aliases: dict[str, list[str]]) -> set[str]:
@@ -31,12 +39,49 @@ def drug_synonyms(lexicon: DrugLexicon, names: list[str], aliases: dict[str, lis
     return found | {a.lower() for n in found for a in aliases.get(n, [])}
 
 
+def is_refused(question: str, cfg: GuidelineQASettings) -> str | None:
+    """The refusal pattern ``question`` matches (a prompt injection or a harm request), or ``None``."""
+    return next((p for p in cfg.refusal_patterns if re.search(p, question, re.IGNORECASE)), None)
+
+
+def concepts_in(question: str, cfg: GuidelineQASettings) -> dict[str, list[str]]:
+    """Concepts the question names -> the variants found (the canonical name counts as a variant)."""
+    found: dict[str, list[str]] = {}
+    for concept, variants in cfg.concepts.items():
+        hits = find_phrases(question, [concept, *variants])
+        if hits:
+            found[concept] = hits
+    return found
+
+
+def expand_query(question: str, cfg: GuidelineQASettings) -> str:
+    """The question plus the names of the concepts it names only by a variant (``TB`` -> ``tuberculosis``)."""
+    if not cfg.expand_query:
+        return question
+    extra = [c for c, hits in concepts_in(question, cfg).items() if c not in {h.lower() for h in hits}]
+    return f"{question} ({'; '.join(extra)})" if extra else question
+
+
+def _domain_words(question: str, cfg: GuidelineQASettings) -> list[str]:
+    """Domain triggers, domain word starts and variants of domain concepts found in ``question``."""
+    words = find_phrases(question, cfg.domain_triggers)
+    words += find_phrases(question, cfg.domain_stems, prefix=True)
+    for concept, hits in concepts_in(question, cfg).items():
+        if find_phrases(concept, cfg.domain_triggers) or find_phrases(concept, cfg.domain_stems, prefix=True):
+            words += hits
+    return list(dict.fromkeys(w.lower() for w in words))
+
+
 def route_question(question: str, lexicon: DrugLexicon, cfg: GuidelineQASettings) -> RouteDecision:
     """Classify ``question``; the decision lists the words it was based on."""
+    pattern = is_refused(question, cfg)
+    if pattern is not None:
+        return RouteDecision(route="out_of_domain", reason=cfg.refusal_message, refused=True)
     drugs = [e.name for e in lexicon.find_in(question)]
     drugs += [n for n, alias in cfg.drug_aliases.items() if lexicon.lookup(n) and find_phrases(question, alias)]
     drugs = list(dict.fromkeys(drugs))
-    triggers = find_phrases(question, cfg.domain_triggers)
+    labels = {d for n in drugs if (e := lexicon.lookup(n)) for d in e.doc_ids}
+    triggers = _domain_words(question, cfg)
     drug_task = find_phrases(question, cfg.drug_task_keywords)
     guide_task = find_phrases(question, cfg.guideline_task_keywords)
     diagnosis = bool(find_phrases(question, cfg.diagnosis_intent_keywords))
@@ -44,7 +89,8 @@ def route_question(question: str, lexicon: DrugLexicon, cfg: GuidelineQASettings
     if not drugs and not triggers:
         reason = "out of domain: the question names no tuberculosis or pneumonia term and no drug in the labels KB"
         return RouteDecision(route="out_of_domain", reason=reason, **words)
-    if drugs and guide_task:
+    several = len(labels) > 1
+    if drugs and guide_task and (triggers or several):
         route, reason = "mixed", f"drug {drugs[0]!r} with guideline task {guide_task[0]!r}"
     elif drugs:
         route, reason = "drug", f"drug {drugs[0]!r}" + (f" with task {drug_task[0]!r}" if drug_task else "")

@@ -14,6 +14,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from core.guideline import vocab
+
 __all__ = ["GuidelineQASettings"]
 
 _DOMAIN_TRIGGERS = [
@@ -22,6 +24,7 @@ _DOMAIN_TRIGGERS = [
     "afb", "smear", "xpert", "naat", "bcg", "pneumonia", "cap", "community-acquired", "pneumococcal",
     "legionella", "curb-65", "crb-65", "psi", "antitubercular", "antituberculosis", "anti-tb",
     "preventive treatment", "tpt", "rifamycin", "lower respiratory tract infection",
+    "hrze", "2hrze", "hpmz", "hpzm", "2hpzm", "3hp", "1hp", "3hr", "4r", "6h", "9h", "ltbi",
 ]  # fmt: skip
 _DRUG_TASK = [
     "dose", "doses", "dosage", "dosing", "mg", "side effect", "side effects", "adverse", "adverse reactions",
@@ -65,6 +68,20 @@ _SECTION_GROUPS = {
     "overdos": ["34088-5", "overdosage"],
     "mechanism": ["34090-1", "clinical pharmacology", "mechanism"],
     "indicat": ["34067-9", "indications"],
+    "food": ["34068-7", "dosage and administration"],
+    "meal": ["34068-7", "dosage and administration"],
+    # Guideline heading words (matched against a chunk's section title and path).
+    "how long": ["duration"],
+    "duration": ["duration"],
+    "regimen": ["regimen"],
+    "outpatient": ["outpatient"],
+    "inpatient": ["inpatient"],
+    "child": ["children", "paediatric", "pediatric"],
+    "paediatric": ["children", "paediatric", "pediatric"],
+    "pediatric": ["children", "paediatric", "pediatric"],
+    "monitor": ["monitoring"],
+    "interrupt": ["interruption"],
+    "diagnos": ["diagnos"],
 }
 _HIGH_RISK = [
     "hiv", "aids", "carbapenem", "carbapenems", "meropenem", "imipenem", "vancomycin", "pregnancy", "pregnant",
@@ -107,6 +124,14 @@ _STOPWORDS = [
     "use", "used", "using", "e.g", "i.e", "etc", "also", "within", "without", "however", "therefore",
 ]  # fmt: skip
 
+# Fitted on the train split of tests/data/guideline_qa_eval.json (`eval-guidelines --calibrate`), 2026-11-25.
+_CALIB_MODEL = {
+    "guidelines": {"intercept": -75.4505, "cosine": 87.5773, "margin": 78.8251, "section_match": 1.5816,
+                   "query_tokens": -0.2628},
+    "druglabels": {"intercept": -53.9127, "cosine": 64.1533, "margin": 110.1244, "section_match": -0.0083,
+                   "query_tokens": -0.6124},
+}  # fmt: skip
+
 
 class GuidelineQASettings(BaseModel):
     """Routing, structural retrieval constraints, verification gates and abstention (docs/GUIDELINE_QA.md)."""
@@ -130,6 +155,25 @@ class GuidelineQASettings(BaseModel):
     diagnosis_intent_keywords: list[str] = Field(
         _DIAG_INTENT, description="Words that give a question diagnosis intent (switches on the diagnosis gate)."
     )
+    concepts: dict[str, list[str]] = Field(
+        vocab.CONCEPTS,
+        description="Concept -> word forms, abbreviations and synonyms (whole words). A variant of a domain concept "
+        "puts a question in the domain; retrieval adds the concept's name to the search query (`expand_query`).",
+    )
+    domain_stems: list[str] = Field(
+        vocab.DOMAIN_STEMS,
+        description="Word starts that put a question in the TB/CAP domain in any inflection (`tubercul` matches "
+        "tuberculous, tubercular).",
+    )
+    refusal_patterns: list[str] = Field(
+        vocab.REFUSAL_PATTERNS,
+        description="Regular expressions (case-insensitive) of prompt-injection and harm requests (lethal dose); a "
+        "match is refused with `refusal_message` before anything is searched.",
+    )
+    refusal_message: str = Field(vocab.REFUSAL_MESSAGE, description="The fixed reply to a refused request.")
+    expand_query: bool = Field(
+        True, description="Add the names of the concepts a question names (TB -> tuberculosis) to the search query."
+    )
 
     # Retrieval and structural constraints.
     candidates: int = Field(30, ge=1, le=100, description="Chunks fetched from each searched KB before the filters.")
@@ -143,7 +187,12 @@ class GuidelineQASettings(BaseModel):
         "(docs/LARGE_CORPORA.md).",
     )
     evidence_chunks: int = Field(4, ge=1, description="Best surviving chunks (per answer) used as evidence.")
-    alpha: float = Field(0.12, ge=0, description="Section boost added to a chunk whose section matches the question.")
+    alpha: float = Field(
+        0.12,
+        ge=0,
+        description="Section boost added to the dense similarity of a chunk whose section matches the question's "
+        "section words, before the dense and BM25 rankings are fused and before the thresholds.",
+    )
     section_groups: dict[str, list[str]] = Field(
         _SECTION_GROUPS,
         description="Question keyword (prefix, lowercase) -> section group: LOINC codes or words matched against "
@@ -167,8 +216,9 @@ class GuidelineQASettings(BaseModel):
 
     # Abstention: calibrated retrieval confidence.
     thresholds: dict[str, float] = Field(
-        {"guidelines": 0.65, "druglabels": 0.65, "user": 0.65},
-        description="Per-KB minimum calibrated retrieval confidence of the best surviving chunk.",
+        {"guidelines": 0.80, "druglabels": 0.50, "user": 0.65},
+        description="Per-KB minimum calibrated retrieval confidence of the best surviving chunk (guidelines and "
+        "druglabels chosen on the train split by `eval-guidelines --calibrate`; see docs/GUIDELINE_QA.md).",
     )
     default_threshold: float = Field(0.65, ge=0, le=1, description="Threshold for a KB missing from `thresholds`.")
     calib_midpoint: dict[str, float] = Field(
@@ -181,6 +231,18 @@ class GuidelineQASettings(BaseModel):
         description="Logistic calibration: cosine change that moves the log-odds by 1, per KB (fitted).",
     )
     calib_l2: float = Field(1.0, ge=0, description="L2 penalty on the logistic slope when refitting calibration.")
+    calib_false_pass_weight: float = Field(
+        0.5,
+        ge=0,
+        description="Threshold choice when refitting: maximise answer rate minus this times the share of "
+        "out-of-domain questions whose retrieval would pass (they must get past the router first).",
+    )
+    calib_model: dict[str, dict[str, float]] = Field(
+        _CALIB_MODEL,
+        description="Per KB: logistic confidence model over retrieval features (`intercept`, `cosine`, `margin`, "
+        "`section_match`, `query_tokens`), fitted on the train split by `eval-guidelines --calibrate`. A KB "
+        "without one uses the cosine-only curve (`calib_midpoint`, `calib_scale`).",
+    )
 
     # Generation.
     max_bullets: int = Field(4, ge=1, description="Most bullets in an answer.")
@@ -209,6 +271,38 @@ class GuidelineQASettings(BaseModel):
         "rewording (`glossary`), or none (`off`). Either way the entity guard checks it.",
     )
 
+    slot_patterns: dict[str, list[str]] = Field(
+        vocab.SLOT_PATTERNS,
+        description="Answer slot -> question patterns (regular expressions). A slot decides which sentences answer: "
+        "a dose needs a number and a unit, a duration a time span, a regimen a drug or regimen code, a "
+        "contraindication or boxed warning that label section.",
+    )
+    yes_no_starts: list[str] = Field(
+        vocab.YES_NO_STARTS, description="First words of a yes/no question (answered Yes or No with the evidence)."
+    )
+    negation_cues: list[str] = Field(
+        vocab.NEGATION_CUES, description="Words that flip polarity when deciding Yes or No (whole words)."
+    )
+    question_filler: list[str] = Field(
+        vocab.QUESTION_FILLER,
+        description="Question words that carry no topic; the other key words are the focus every answer sentence "
+        "must mention (by word start).",
+    )
+    section_names: dict[str, str] = Field(
+        vocab.SECTION_NAMES,
+        description="LOINC section code -> its name in plain statements (\"The X label lists no contraindications\").",
+    )
+    slot_fill_weight: float = Field(
+        0.25, ge=0, description="Extractive: added to a sentence that fills the slot fully (a dose with its population)."
+    )
+    yes_no_min_coverage: float = Field(
+        0.5, ge=0, le=1, description="A yes/no question is answered Yes or No only when the best bullet mentions "
+        "this share of the question's focus words (otherwise the bullets stand alone)."
+    )
+    focus_prefix: int = Field(
+        5, ge=3, description="Characters of a word compared when checking a sentence mentions the question's focus."
+    )
+
     # Verification gates.
     tau: float = Field(0.25, ge=0, le=1, description="Entailment gate: least |K_evidence ∩ K_bullet| / |K_bullet|.")
     min_alignment: float = Field(
@@ -230,7 +324,15 @@ class GuidelineQASettings(BaseModel):
     eval_path: Path = Field(
         Path("tests/data/guideline_qa_eval.json"), description="Evaluation set (relative to the repository root)."
     )
-    target_answer_rate: float = Field(0.85, ge=0, le=1, description="Target: least answer rate on answerable items.")
+    target_answer_rate: float = Field(
+        0.90, ge=0, le=1, description="Target (test split): least answer rate on answerable items."
+    )
+    target_fact_rate: float = Field(
+        0.85, ge=0, le=1, description="Target (test split): least share of answers containing the expected fact."
+    )
+    target_section_rate: float = Field(
+        0.90, ge=0, le=1, description="Target (test split): least share of answers citing the expected section."
+    )
     target_ood_abstention: float = Field(
         1.0, ge=0, le=1, description="Target: least abstention rate on out-of-domain items."
     )

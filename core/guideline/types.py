@@ -28,6 +28,7 @@ class RouteDecision(_Model):
     reason: str
     drugs: list[str] = Field(default_factory=list, description="Lexicon names of the drugs the question names.")
     diagnosis: bool = False
+    refused: bool = Field(False, description="A prompt injection or harm request, refused with the fixed message.")
     triggers: list[str] = Field(default_factory=list)
     drug_task: list[str] = Field(default_factory=list)
     guideline_task: list[str] = Field(default_factory=list)
@@ -45,9 +46,10 @@ class Snippet(_Model):
 
     text: str
     score: float = Field(description="Jaccard similarity of the bullet's and the sentence's key tokens.")
-    source: str = Field(description="Document and section, or drug label set id and section.")
+    source: str = Field(description="\"<drug> label — <section>\" or \"<guideline title> — <section>\".")
     kb: str
     chunk_id: str
+    demo: bool = Field(False, description="Whether the source is demo content (built from the assets folder).")
 
 
 class EvidenceChunk(_Model):
@@ -59,8 +61,10 @@ class EvidenceChunk(_Model):
     text: str
     drug_names: list[str] = Field(default_factory=list)
     section_code: str | None = None
-    confidence: float = Field(description="Calibrated retrieval confidence (no section boost).")
+    section_path: list[str] = Field(default_factory=list, description="Guideline heading path (empty for labels).")
+    confidence: float = Field(description="Calibrated retrieval confidence.")
     boost: float = 0.0
+    demo: bool = Field(False, description="Whether the source is demo content (built from the assets folder).")
 
 
 class Bullet(_Model):
@@ -104,6 +108,15 @@ class QAAnswer(BaseModel):
     kind: Literal["answer"] = "answer"
     question: str
     route: Route
+    statement: str | None = Field(
+        None,
+        description="A direct answer shown above the bullets: Yes/No for a yes/no question, or a structural fact "
+        "from the label (\"The X label lists no contraindications\", \"The X label has no boxed warning\").",
+    )
+    finding: Literal["yes", "no", "none_listed", "absent_section"] | None = Field(
+        None, description="What the statement says, machine-readable."
+    )
+    slot: str | None = Field(None, description="What the question asks for (dose, duration, regimen...).")
     bullets: list[Bullet]
     evidence: list[EvidenceChunk]
     patient_summary: str | None = None
@@ -122,7 +135,10 @@ class Abstention(BaseModel):
     question: str
     route: Route
     reason: str
-    stage: str = Field(description="Where it stopped: router, retrieval, confidence, generation, verification.")
+    stage: str = Field(
+        description="Where it stopped: policy (refused request), router, retrieval, confidence, generation, "
+        "verification."
+    )
     trace: Trace
 
 

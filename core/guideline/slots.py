@@ -1,0 +1,138 @@
+"""Answers that answer: the question's slot and focus, and which evidence sentences fill them (pure).
+
+A question asks for a *slot* (``dose``, ``duration``, ``regimen``,
+``contraindication``, ``boxed_warning``; see ``guideline.slot_patterns``) about a
+*focus* (its key words minus filler, drug names and the slot's own words). An
+evidence sentence answers only when it
+
+* mentions the focus (some focus word, compared by its first ``focus_prefix``
+  letters, in the sentence or its section heading), and
+* fills the slot: a dose has an amount with a unit (and sentences naming a
+  population rank first); a duration names a time span; a regimen names a drug
+  or a regimen code; a contraindication or boxed warning comes from that label
+  section (or, in a guideline, says "contraindicated", "avoid", "should not").
+
+Everything else is off-slot and dropped. Yes/no questions get ``Yes`` or ``No``
+from the polarity of the best sentence against the question's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from core.guideline.settings import GuidelineQASettings
+from core.guideline.text import find_phrases, key_tokens
+from core.kb.types import Hit
+
+__all__ = [
+    "LABEL_SLOT_SECTIONS",
+    "Slot",
+    "fills_slot",
+    "focus_prefixes",
+    "mentions_focus",
+    "question_slot",
+    "yes_no",
+]
+
+# Slots answered by one label section (LOINC code).
+LABEL_SLOT_SECTIONS = {"contraindication": "34070-3", "boxed_warning": "34066-1"}
+_DOSE = re.compile(r"\d[\d,.]*\s*(?:-|–|to)?\s*\d*[\d,.]*\s*(?:mg|g|mcg|µg|micrograms?|units?|ml|mL)(?:/kg)?\b", re.I)
+_POPULATION = re.compile(
+    r"\b(adults?|child(ren)?|pediatric|paediatric|infants?|neonates?|adolescents?|patients?|years?|kg|"
+    r"weigh\w*|pregnan\w*|elderly|older)\b",
+    re.I,
+)
+_SPAN = re.compile(r"\b(\d+[\d.,–-]*\s*(days?|weeks?|months?|years?|hours?|doses)|one|two|three|four|six|nine|"
+                   r"twelve)\b|\b(days?|weeks?|months?)\b", re.I)  # fmt: skip
+_REGIMEN_CODE = re.compile(r"\b\d*(?:[HRZEPMLS]{2,}|BPaLM?|Lfx|Mfx)\b")
+_CAUTION = re.compile(r"contraindicat|\bavoid|\bshould not\b|\bmust not\b|\bnot (?:be )?(?:used|given|recommended)", re.I)
+
+
+@dataclass(frozen=True)
+class Slot:
+    """What a question asks for: the slot name (or ``None``), whether it is yes/no, and its focus prefixes."""
+
+    name: str | None
+    yes_no: bool
+    focus: frozenset[str]
+
+
+def question_slot(question: str, cfg: GuidelineQASettings, drug_names: Collection[str]) -> Slot:
+    """The slot, yes/no form and focus of ``question``."""
+    lowered = question.lower()
+    name = next((s for s, pats in cfg.slot_patterns.items() if any(re.search(p, lowered) for p in pats)), None)
+    first = re.findall(r"[a-z']+", lowered)[:1]
+    return Slot(name, bool(first) and first[0] in cfg.yes_no_starts, focus_prefixes(question, cfg, drug_names))
+
+
+def focus_prefixes(question: str, cfg: GuidelineQASettings, drug_names: Collection[str]) -> frozenset[str]:
+    """First letters of the question's topic words and of their concepts' variants.
+
+    Topic words are the key tokens minus filler, drug names, label-section words
+    (``side effects``: the section answers them) and slot names; a topic word that names a concept (``breastfeeding`` ->
+    lactation) brings the concept's other names, so either spelling counts.
+    """
+    n = cfg.focus_prefix
+    drop = set(cfg.question_filler) | {t for name in drug_names for t in _tokens(name, cfg)}
+    drop |= {t for pats in cfg.slot_patterns for t in pats.split("_")}
+    label_keys = [k for k, group in cfg.section_groups.items() if any(m[:1].isdigit() for m in group)]
+    kept = {t for t in key_tokens(question, cfg.stopwords)
+            if t not in drop and not t.isdigit() and not any(t.startswith(k) for k in label_keys)}  # fmt: skip
+    tokens = kept | {p for t in kept if "-" in t for p in t.split("-") if len(p) > 1 and p not in drop}
+    focus = {t[:n] for t in tokens}
+    for concept, variants in cfg.concepts.items():
+        names = [concept, *variants]
+        if any({t[:n] for t in _tokens(v, cfg)} <= focus for v in names if _tokens(v, cfg)):
+            focus |= {t[:n] for v in names for t in _tokens(v, cfg) if t not in drop}
+    return frozenset(focus)
+
+
+def _tokens(text: str, cfg: GuidelineQASettings) -> set[str]:
+    """Key tokens, hyphenated words also split into their parts (``iron-containing`` -> iron, containing)."""
+    tokens = key_tokens(text, cfg.stopwords)
+    return tokens | {p for t in tokens if "-" in t for p in t.split("-") if len(p) > 1}
+
+
+def _prefixes(text: str, cfg: GuidelineQASettings) -> set[str]:
+    return {t[: cfg.focus_prefix] for t in _tokens(text, cfg)}
+
+
+def mentions_focus(sentence: str, hit: Hit, focus: frozenset[str], cfg: GuidelineQASettings) -> bool:
+    """Whether the sentence or its chunk's headings mention a focus word (always true without a focus)."""
+    if not focus:
+        return True
+    heading = " ".join((hit.section_title, *hit.section_path))
+    return bool(focus & _prefixes(f"{sentence} {heading}", cfg))
+
+
+def fills_slot(sentence: str, hit: Hit, slot: str | None, drug_names: Collection[str]) -> int:
+    """How well the sentence fills the slot: 0 (off-slot, drop), 1 (fills it), 2 (fills it fully)."""
+    if slot is None:
+        return 1
+    if slot in LABEL_SLOT_SECTIONS:
+        if hit.section_code:
+            return 2 if hit.section_code == LABEL_SLOT_SECTIONS[slot] else 0
+        return 1 if slot == "contraindication" and _CAUTION.search(sentence) else 0
+    if slot == "dose":
+        if not _DOSE.search(sentence):
+            return 0
+        return 2 if _POPULATION.search(sentence) else 1
+    if slot == "duration":
+        return 2 if _SPAN.search(sentence) else 0
+    if slot == "regimen":
+        drug = bool(_REGIMEN_CODE.search(sentence) or find_phrases(sentence, drug_names))
+        span = bool(_SPAN.search(sentence))
+        return 2 if drug and span else int(drug or span)
+    return 1
+
+
+def yes_no(question: str, sentence: str, cfg: GuidelineQASettings, negated: bool = False) -> str:
+    """``Yes`` when the sentence has the question's polarity, ``No`` when one of them is negated.
+
+    ``negated`` marks a sentence negative whatever its words (it comes from a Contraindications section).
+    """
+    negated_q = bool(find_phrases(question, cfg.negation_cues))
+    negated_s = negated or bool(find_phrases(sentence, cfg.negation_cues))
+    return "No" if negated_q != negated_s else "Yes"

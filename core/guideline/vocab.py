@@ -1,0 +1,118 @@
+"""Default vocabularies of Guideline QA: concepts, refusal patterns, answer slots (data only).
+
+These are the defaults of fields in :class:`core.guideline.settings.GuidelineQASettings`
+(kept here so the settings module stays readable); change them through settings,
+never by importing these names elsewhere.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CONCEPTS",
+    "DOMAIN_STEMS",
+    "NEGATION_CUES",
+    "QUESTION_FILLER",
+    "REFUSAL_MESSAGE",
+    "REFUSAL_PATTERNS",
+    "SECTION_NAMES",
+    "SLOT_PATTERNS",
+    "YES_NO_STARTS",
+]
+
+# Canonical phrase -> word forms, abbreviations and synonyms. A question naming any variant names the concept:
+# the router counts it as a domain word when the canonical phrase is one, and retrieval adds the canonical
+# phrase (and the abbreviation's expansion) to the search query so BM25 and the encoder see both spellings.
+CONCEPTS: dict[str, list[str]] = {
+    "tuberculosis": ["tb", "tuberculous", "tubercular", "tubercle", "koch's disease"],
+    "latent tuberculosis infection": ["ltbi", "latent tb", "tb infection"],
+    "interferon-gamma release assay": ["igra", "igras", "quantiferon", "t-spot"],
+    "tuberculin skin test": ["tst", "mantoux", "ppd"],
+    "community-acquired pneumonia": ["cap", "community acquired pneumonia"],
+    "pneumonia": ["pneumonic", "pneumonias", "chest infection", "lower respiratory tract infection"],
+    "multidrug-resistant tuberculosis": ["mdr-tb", "mdr/rr-tb", "rr-tb", "mdr"],
+    "extensively drug-resistant tuberculosis": ["xdr-tb", "pre-xdr-tb", "pre-xdr"],
+    "tb preventive treatment": ["tpt", "preventive therapy", "chemoprophylaxis"],
+    "curb-65": ["crb-65", "curb65", "curb 65"],
+    "pneumonia severity index": ["psi", "port score"],
+    "directly observed therapy": ["dot", "vot", "video-observed therapy"],
+    "drug-susceptible tuberculosis": ["ds-tb", "drug susceptible tb"],
+    "transmission": ["spread", "spreads", "transmit", "transmitted", "contagious", "infectious"],
+    "contraindications": ["who should not take", "who should not use", "must not be used", "should not be given"],
+    "adverse reactions": ["side effects", "side effect", "adverse effects", "toxicity"],
+    "dosage and administration": ["dose", "dosage", "dosing", "how much"],
+    "drug interactions": ["interacts with", "interactions", "interact"],
+    "boxed warning": ["black box warning", "black-box warning", "boxed warnings"],
+    "children": ["paediatric", "pediatric", "child", "kids", "infants"],
+    "food": ["meal", "meals", "with food", "empty stomach", "fed", "fasting"],
+    "lactation": ["breastfeeding", "breast-feeding", "breastfed", "nursing mother", "breast milk"],
+    "inpatient": ["hospitalised", "hospitalized", "in hospital", "admitted", "ward"],
+    "outpatient": ["at home", "ambulatory", "community setting"],
+    "pregnancy": ["pregnant", "expecting a baby"],
+    "hepatotoxicity": ["liver injury", "liver damage", "hepatitis", "drug-induced liver injury", "dili"],
+    "overdosage": ["overdose", "poisoning", "too much"],
+}
+# Word starts that put a question in the TB/CAP domain in any inflection (tuberculous, pneumonic, mycobacteria).
+DOMAIN_STEMS: list[str] = ["tubercul", "pneumon", "mycobact", "antitubercul"]
+
+# A prompt injection or a request for harm is refused before anything is searched, with one fixed message.
+REFUSAL_PATTERNS: list[str] = [
+    r"\b(ignore|disregard|forget|override|bypass)\b.{0,40}\b(rules?|instructions?|guidelines?|prompt|policy|policies"
+    r"|restrictions?|guardrails?)\b",
+    r"\b(system|developer|hidden|secret)\s+(prompt|mode|message|instructions?)\b",
+    r"^\s*(system|assistant)\s*:",
+    r"\b(pretend|act as if|roleplay|role-play)\b.{0,40}\b(no|without)\b.{0,20}\b(rules?|restrictions?|limits?|filters?)\b",
+    r"\bjailbreak\b",
+    r"\b(lethal|fatal|deadly|toxic enough to kill)\s+(dose|doses|amount|overdose|quantity)\b",
+    r"\b(dose|amount|how many|how much)\b.{0,60}\b(to die|kill (?:someone|somebody|me|myself|him|her|a person)|would kill"
+    r"|to kill)\b",
+    r"\b(how to|help me)\s+(overdose|poison)\b",
+    r"\b(end my life|kill myself|suicide|self-harm|harm myself)\b",
+    r"\bmake up\b.{0,30}\b(regimen|answer|dose|evidence)\b",
+    r"\bwithout (any )?evidence\b",
+]
+REFUSAL_MESSAGE = (
+    "This request cannot be answered. Guideline QA only answers clinical questions about tuberculosis and "
+    "community-acquired pneumonia from its guideline and drug-label sources; it does not follow instructions to "
+    "change its rules and does not give information meant to cause harm. If you or someone else may be at risk, "
+    "contact local emergency services or a poison control centre now."
+)
+
+# Answer slots: what a question asks for, from its words (regular expressions, lowercase).
+SLOT_PATTERNS: dict[str, list[str]] = {
+    "contraindication": [r"contraindicat", r"who (should|must) not (take|use|receive|be given)",
+                         r"(should|must) not (take|use|receive|be given)"],
+    "boxed_warning": [r"box(ed)? warning", r"black[- ]box"],
+    "dose": [r"\bdos(e|age)\b", r"\bhow much\b", r"\bmg\b"],
+    "duration": [r"\bhow long\b", r"\bduration\b", r"\bhow many (days|weeks|months)\b", r"\bfor how many\b"],
+    "regimen": [r"\bregimens?\b", r"\bwhich (drugs|antibiotics|medicines)\b", r"\bwhat (drugs|antibiotics)\b"],
+}
+# Yes/no questions start with one of these words.
+YES_NO_STARTS: list[str] = ["is", "are", "does", "do", "can", "could", "should", "must", "may", "will", "has", "have"]
+# Words that flip a sentence's polarity (a yes/no answer is "No" when question and evidence disagree).
+NEGATION_CUES: list[str] = [
+    "not", "no", "never", "avoid", "avoided", "contraindicated", "must not", "should not", "cannot", "none",
+    "discouraged", "neither", "nor",
+]  # fmt: skip
+# Question words that carry no topic (left out when checking that a sentence talks about the question's focus).
+QUESTION_FILLER: list[str] = [
+    "tell", "explain", "describe", "mean", "means", "meaning", "work", "works", "happen", "happens", "cause",
+    "causes", "need", "needed", "needs", "given", "give", "take", "taken", "patient", "patients", "person",
+    "people", "adult", "adults", "many", "much", "long", "recommended", "recommend", "used", "best", "know",
+    "please", "treat", "treated", "treatment", "therapy", "manage", "managed", "management", "definition",
+    "defined", "define", "counts", "count", "done", "drug", "drugs", "label", "medicine", "medicines",
+    "usual", "usually", "typical", "normal", "standard", "common", "commonly", "main", "general", "specific",
+    "correct", "right", "safe", "safely", "exactly", "first", "tb", "tuberculosis", "pneumonia", "cap",
+    "community-acquired", "infection", "disease", "should", "affect", "affects", "also", "anyone", "someone",
+    "effect", "effects", "adverse", "reaction", "reactions", "side", "warning", "warnings", "interaction",
+    "interactions", "interact", "contraindication", "contraindications", "boxed",
+]  # fmt: skip
+# LOINC section code -> what a plain statement calls the section ("The X label lists no contraindications").
+SECTION_NAMES: dict[str, str] = {
+    "34066-1": "boxed warning",
+    "34070-3": "contraindications",
+    "34073-7": "drug interactions",
+    "34084-4": "adverse reactions",
+    "34068-7": "dosage and administration",
+    "43685-7": "warnings and precautions",
+    "34088-5": "overdosage",
+}
