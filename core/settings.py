@@ -159,6 +159,14 @@ class SearchSettings(Group):
         "Recorded in the index manifest; an index built for another encoder is rebuilt, never reused.",
     )
     prior_reports: int = Field(3, ge=0, description="Most recent signed prior reports placed in a context bundle.")
+    # Calibrated on the demo encoder (docs/SIMILARITY.md): same-diagnosis pairs have cosine 0.59-0.78 (5th-95th
+    # percentile), different-diagnosis pairs of the same anatomy 0.17-0.45.
+    similarity_cos_zero: float = Field(
+        0.2, ge=-1, lt=1, description="Cosine shown as similarity 0 (the display scale is linear from here)."
+    )
+    similarity_cos_one: float = Field(
+        0.9, gt=-1, le=1, description="Cosine shown as similarity 1; higher cosines are shown as 1."
+    )
 
 
 class SafetySettings(Group):
@@ -168,10 +176,11 @@ class SafetySettings(Group):
         0.3, ge=0, le=1, description="Below this AI confidence the scan gets the fixed 'no comparable cases' response."
     )
     min_similarity: float = Field(
-        0.5,
+        0.3,
         ge=0,
         le=1,
-        description="Similar cases below this similarity (0..1, see docs/SIMILARITY.md) are not used as evidence.",
+        description="Similar cases below this displayed similarity (0..1, see docs/SIMILARITY.md) are not used as "
+        "evidence; 0.3 is cosine 0.41, about the 90th percentile of different-diagnosis pairs on the demo encoder.",
     )
 
 

@@ -6,8 +6,9 @@ from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
+from core.answer.compose import OUT_OF_SCOPE
 from core.contracts import INSUFFICIENT_DATA, NO_COMPARABLE_CASES
-from core.errors import CasebookError, RateLimitedError
+from core.errors import CasebookError, ConflictError, RateLimitedError
 from core.privacy.text import escape_markdown
 from pages._shared import get_llm, show_error
 from pages._widgets import citation_chips, confidence_badge
@@ -29,11 +30,28 @@ _REASONS = {
 def _assistant(content: str, cited: list[str], confidence: str | None, key: str, reason: str | None = None) -> None:
     if content in _ABSTAIN:
         why = _REASONS.get(reason or "", reason) if reason else _ABSTAIN[content]
-        st.warning(f"**The AI abstained** ({why}). {content}", icon="🛑")
+        st.warning(f"**The AI abstained.** {content}\n\n{why[0].upper() + why[1:]}", icon="🛑")
     else:
         st.markdown(escape_markdown(content))  # model text renders as plain text: no links, images or HTML
     confidence_badge(confidence)
     citation_chips(cited, key)
+
+
+GUIDELINE_PAGE = "pages/guideline_qa.py"
+GUIDELINE_INPUT = "guideline-question"  # the question box of pages/_guideline.py
+
+
+def _guideline_link(question: str, key: str) -> None:
+    """Open Guideline QA with the question carried over into its question box."""
+    if st.button("Ask Guideline QA instead", key=f"to-guidelines-{key}", icon="📚", type="primary"):
+        st.session_state[GUIDELINE_INPUT] = question
+        st.switch_page(GUIDELINE_PAGE)
+
+
+def _status_line(result: AskResult) -> None:
+    """One short line when the model was not used (timeout, failure, guard): the badge is the shown answer's."""
+    if result.path == "extractive" and result.reason:
+        st.caption(f"Model not used ({result.reason}): showing the answer computed from the similar cases.")
 
 
 def _history(rt: Runtime, user: CurrentUser, scan_id: str) -> list[dict[str, Any]]:
@@ -51,6 +69,9 @@ def _ask(rt: Runtime, user: CurrentUser, scan_id: str, question: str, key: str) 
         first = next(events)
     except RateLimitedError as exc:
         st.error(f"Rate limited, retry in {max(1, round(exc.retry_after_s))} s.", icon="⏳")
+        return
+    except ConflictError as exc:
+        st.warning(f"{exc}. {exc.hint}", icon="⏳")
         return
     except CasebookError as exc:
         show_error("Ask AI could not answer", exc)
@@ -88,8 +109,9 @@ def _ask(rt: Runtime, user: CurrentUser, scan_id: str, question: str, key: str) 
     a = result.answer
     with box.container():
         _assistant(a.answer, list(a.citedCaseIds), a.confidence, key, result.reason if result.path == "fixed" else None)
-        if result.reason and result.path != "fixed":
-            st.caption(f"Showing the grounded extractive answer: {result.reason}.")
+        _status_line(result)
+        if result.guideline_question:
+            _guideline_link(result.guideline_question, key)
 
 
 def chat_panel(rt: Runtime, user: CurrentUser, scan_id: str) -> None:
@@ -109,8 +131,12 @@ def chat_panel(rt: Runtime, user: CurrentUser, scan_id: str) -> None:
             with st.chat_message(m["role"]):
                 if m["role"] == "user":
                     st.markdown(escape_markdown(m["content"]))
+                elif m.get("pending"):
+                    st.caption("Answer pending… it appears here when ready (reload to refresh).")
                 else:
                     _assistant(m["content"], m["citedCaseIds"] or [], m["confidence"], f"{scan_id}-{i}")
+                    if m["content"] == OUT_OF_SCOPE and i > 0:
+                        _guideline_link(past[i - 1]["content"], f"{scan_id}-{i}")
     question = st.chat_input("Ask about this scan…", key="ask-input", max_chars=rt.settings.ask.max_question_chars)
     if question:
         with st.chat_message("user"):

@@ -19,7 +19,13 @@ if TYPE_CHECKING:
     from core.reports import DraftRow
     from core.runtime import Runtime
 
-SECTIONS = ("findings", "impression", "recommendations")
+SECTIONS = ("comparison", "findings", "impression", "recommendations")
+_HELP = {
+    "comparison": "Prior signed reports of this patient, by date, labelled prior. Stored as the first paragraph of FINDINGS.",
+    "findings": "The current scan only. The AI reading stays marked 'AI reading, not verified' until you verify it.",
+    "impression": "Your conclusion. Similar-case IDs stay beside the report (the evidence), not in its text.",
+    "recommendations": "Follow-up wording only; treatment belongs in the clinical record, not the report draft.",
+}
 FLASH = "draft_flash"
 
 
@@ -32,12 +38,25 @@ def _flash(kind: str, message: str) -> None:
     st.session_state[FLASH] = (kind, message)
 
 
-def _load(scan_id: str, texts: dict[str, str], *, draft_id: int | None, saved: bool, version: int = 0) -> None:
+def _load(
+    scan_id: str,
+    texts: dict[str, str],
+    *,
+    draft_id: int | None,
+    saved: bool,
+    version: int = 0,
+    author: str | None = None,
+) -> None:
     key = state_key(scan_id)
     for s in SECTIONS:
         st.session_state[f"{key}:{s}"] = texts[s]
     st.session_state[f"{key}:confirm"] = False
-    st.session_state[key] = {"draft_id": draft_id, "saved": dict(texts) if saved else None, "version": version}
+    st.session_state[key] = {
+        "draft_id": draft_id,
+        "saved": dict(texts) if saved else None,
+        "version": version,
+        "author": author,
+    }
 
 
 def generate(rt: Runtime, scan_id: str) -> None:
@@ -51,12 +70,23 @@ def generate(rt: Runtime, scan_id: str) -> None:
     except CasebookError as exc:
         _flash("error", f"Could not generate a draft: {exc}. {exc.hint}")
         return
-    _load(scan_id, draft.as_contract(), draft_id=None, saved=False)
+    note = f"Written by the {draft.author}" + (f": {draft.reason}." if draft.reason else ".")
+    if draft.evidence:
+        note += f" Evidence kept beside the report: {', '.join(draft.evidence)}."
+    _load(scan_id, draft.sections(), draft_id=None, saved=False, author=note)
 
 
 def open_saved(draft: DraftRow) -> None:
     """Put a saved draft into the editor."""
-    texts = {"findings": draft.findings, "impression": draft.impression, "recommendations": draft.recommendations}
+    from core.answer.drafts import split_findings
+
+    comparison, findings = split_findings(draft.findings)
+    texts = {
+        "comparison": comparison,
+        "findings": findings,
+        "impression": draft.impression,
+        "recommendations": draft.recommendations,
+    }
     _load(draft.scan_id, texts, draft_id=draft.id, saved=True, version=draft.version)
 
 
@@ -65,12 +95,13 @@ def _current(key: str) -> dict[str, str]:
 
 
 def _save(rt: Runtime, user: CurrentUser, scan_id: str, state: dict[str, Any]) -> None:
-    from core.answer.drafts import DraftText, save_draft
+    from core.answer.drafts import DraftText, join_findings, save_draft
 
     texts = _current(state_key(scan_id))
+    draft = DraftText(join_findings(texts["comparison"], texts["findings"]), texts["impression"], texts["recommendations"])
     try:
         state["draft_id"] = save_draft(
-            rt.db, scan_id, user.id, DraftText(**texts), draft_id=state["draft_id"], expected_version=state["version"]
+            rt.db, scan_id, user.id, draft, draft_id=state["draft_id"], expected_version=state["version"]
         )
     except CasebookError as exc:  # a stale edit (ConflictError) keeps the doctor's text in the editor
         _flash("error", f"Could not save the draft: {exc}. {exc.hint}")
@@ -93,7 +124,7 @@ def _sign(rt: Runtime, user: CurrentUser, scan_id: str, state: dict[str, Any]) -
 
 
 def draft_editor(rt: Runtime, user: CurrentUser, scan_id: str) -> None:
-    """FINDINGS / IMPRESSION / RECOMMENDATIONS editor with Save and a confirmed Sign."""
+    """COMPARISON / FINDINGS / IMPRESSION / RECOMMENDATIONS editor with Save and a confirmed Sign."""
     key = state_key(scan_id)
     slot = st.empty()  # always one element here, so the widgets below keep their places between runs
     if flash := st.session_state.pop(FLASH, None):
@@ -110,8 +141,10 @@ def draft_editor(rt: Runtime, user: CurrentUser, scan_id: str) -> None:
         st.badge(f"Draft #{state['draft_id']} · unsaved changes", icon="✏️", color="orange")
     else:
         st.badge(f"Saved draft #{state['draft_id']}", icon="💾", color="green")
+    if state.get("author"):
+        st.caption(state["author"])
     for s in SECTIONS:
-        st.text_area(s.upper(), key=f"{key}:{s}", height=110 if s != "recommendations" else 80)
+        st.text_area(s.upper(), key=f"{key}:{s}", height=80 if s in {"comparison", "recommendations"} else 110, help=_HELP[s])
     c1, c2 = st.columns(2)
     c1.button(
         "Save draft",

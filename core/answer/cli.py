@@ -53,11 +53,11 @@ def _draft(args: argparse.Namespace) -> int:
     rt = open_runtime(settings_from_args(args))
     draft = generate_report_draft(rt, args.scan_id, _llm(rt, args))
     if args.json:
-        emit(draft.as_contract() | {"path": draft.path, "saved": False}, True)
+        extra = {"path": draft.path, "author": draft.author, "reason": draft.reason, "evidence": list(draft.evidence)}
+        emit(draft.as_contract() | {"sections": draft.sections()} | extra | {"saved": False}, True)
     else:
-        print(
-            f"FINDINGS: {draft.findings}\n\nIMPRESSION: {draft.impression}\n\nRECOMMENDATIONS: {draft.recommendations}"
-        )
+        print("\n\n".join(f"{k.upper()}: {v}" for k, v in draft.sections().items() if v))
+        print(f"\n(written by the {draft.author}; evidence: {', '.join(draft.evidence) or 'none'})")
     return 0
 
 

@@ -7,6 +7,7 @@ import json
 
 from core.contracts import BundleResult
 from core.llm.base import Message
+from core.privacy.egress import outbound_evidence
 
 __all__ = ["SYSTEM_PROMPT", "ask_messages", "draft_messages", "prompt_hash"]
 
@@ -20,17 +21,15 @@ Answer in at most five short sentences."""
 
 DRAFT_PROMPT = """You are drafting a radiology report for a doctor to edit and sign.
 Use only the provided scan data, similar historical cases and prior reports (the JSON below).
-Write three sections headed FINDINGS:, IMPRESSION: and RECOMMENDATIONS:.
-RECOMMENDATIONS may only suggest follow-up imaging, comparison with prior studies, or clinical correlation; never treatment, drugs or procedures.
+Write two sections headed IMPRESSION: and RECOMMENDATIONS:.
+IMPRESSION describes the current scan's AI reading as not verified; never name case IDs and never present a prior report's findings as current.
+RECOMMENDATIONS may only suggest follow-up imaging; never treatment, drugs or procedures.
 Do not invent measurements or statistics."""
 
 
 def _evidence(result: BundleResult) -> str:
-    assert result.bundle is not None
-    data = result.bundle.model_dump(mode="json")
-    for case, cid in zip(data["similarCases"], result.case_ids, strict=True):
-        case["caseId"] = cid  # historical case ids are not patient identifiers; answers must cite them
-    return json.dumps(data, ensure_ascii=False)
+    # allow-listed bundle fields, free text de-identified (core.privacy.egress); case ids stay for citing
+    return json.dumps(outbound_evidence(result), ensure_ascii=False)
 
 
 def ask_messages(result: BundleResult, question: str) -> list[Message]:

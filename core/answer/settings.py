@@ -21,7 +21,11 @@ class AskSettings(BaseModel):
     )
     rate_window_s: float = Field(60.0, gt=0, description="Length of the rate-limit window in seconds.")
     high_min_similarity: float = Field(
-        0.85, ge=0, le=1, description="Confidence `high` needs the cited cases' mean similarity at least this."
+        0.75,
+        ge=0,
+        le=1,
+        description="Confidence `high` needs the cited cases' mean similarity at least this (0.75: about the median "
+        "same-diagnosis pair on the demo encoder).",
     )
     high_min_agreement: float = Field(
         0.8,
@@ -33,7 +37,7 @@ class AskSettings(BaseModel):
         0.7, ge=0, le=1, description="Confidence `high` needs the scan's AI confidence at least this."
     )
     medium_min_similarity: float = Field(
-        0.7, ge=0, le=1, description="Confidence `medium` needs mean similarity at least this."
+        0.5, ge=0, le=1, description="Confidence `medium` needs mean similarity at least this."
     )
     medium_min_agreement: float = Field(
         0.5, ge=0, le=1, description="Confidence `medium` needs agreement at least this."

@@ -1,8 +1,10 @@
 """Similar-case search: the index kept in step with the case table, results cached per scan.
 
-Similarity shown to doctors is ``(1 + cosine) / 2`` of the unit imaging
-embeddings: 1.0 identical, 0.5 unrelated (orthogonal), 0.0 opposite. It is a
-monotone map, so ranking by similarity is ranking by cosine.
+Similarity shown to doctors is a calibrated linear map of the cosine of the unit
+imaging embeddings: ``search.similarity_cos_zero`` reads 0 and
+``search.similarity_cos_one`` reads 1 (clipped), so neighbours of the same
+diagnosis and of another one read far apart (docs/SIMILARITY.md). It is monotone,
+so ranking by similarity is ranking by cosine.
 """
 
 from __future__ import annotations
@@ -32,9 +34,12 @@ __all__ = ["CaseSearch", "cosine_to_similarity", "table_checksum"]
 log = logging.getLogger(__name__)
 
 
-def cosine_to_similarity(cos: float) -> float:
-    """Map a cosine in [-1, 1] to the 0..1 similarity shown to doctors."""
-    return float(min(1.0, max(0.0, (1.0 + cos) / 2.0)))
+def cosine_to_similarity(cos: float, zero: float = 0.2, one: float = 0.9) -> float:
+    """Map a cosine to the 0..1 similarity shown to doctors: ``zero`` reads 0, ``one`` reads 1, clipped.
+
+    The defaults are ``search.similarity_cos_zero`` and ``search.similarity_cos_one``'s; callers pass the settings'.
+    """
+    return float(min(1.0, max(0.0, (cos - zero) / (one - zero))))
 
 
 def table_checksum(session: Session) -> str:
@@ -225,7 +230,7 @@ class CaseSearch:
                 caseId=rows[i].case_id,
                 diagnosis=rows[i].diagnosis,
                 outcome=rows[i].outcome,
-                similarity=round(cosine_to_similarity(float(sc)), 4),
+                similarity=round(cosine_to_similarity(float(sc), p.similarity_cos_zero, p.similarity_cos_one), 4),
                 severity=rows[i].severity,
                 region=rows[i].region,
                 age=rows[i].age,
