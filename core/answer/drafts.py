@@ -177,7 +177,12 @@ def generate_report_draft(
     if not taken:
         draft = replace(base, reason="the model's draft failed the answer rules; the template wrote this draft")
     else:
-        draft = replace(base, **taken, path="llm")
+        draft = replace(
+            base,
+            impression=taken.get("impression", base.impression),
+            recommendations=taken.get("recommendations", base.recommendations),
+            path="llm",
+        )
     _audit_draft(rt, scan_id, doctor_id, llm, messages, draft.path)
     return draft
 

@@ -99,7 +99,8 @@ class AnswerFacts:
 
     def count(self, event: Event) -> EventCount:
         """Cited cases whose outcome records ``event`` (positive) or records it absent ("No recurrence...")."""
-        pos, neg = [], []
+        pos: list[str] = []
+        neg: list[str] = []
         for c in self.cases:
             text = (c.outcome or "").lower()
             hits = [m for s in event.stems for m in re.finditer(rf"\b{re.escape(s)}", text)]
