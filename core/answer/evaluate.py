@@ -52,6 +52,7 @@ class ItemResult:
     seconds: float
     intent: str | None
     answer: str
+    expected_intent: str = ""
 
 
 def load_questions(path: Path) -> list[dict[str, Any]]:
@@ -135,6 +136,7 @@ def _one(rt: Runtime, item: dict[str, Any], scan_id: str, llm: LLM | None) -> It
         seconds=seconds,
         intent=res.intent,
         answer=a.answer,
+        expected_intent=item.get("intent", ""),
     )
 
 
@@ -180,6 +182,11 @@ def summarise(results: list[ItemResult]) -> dict[str, Any]:
         },
         "by_intent": {},
     }
+    labelled = [r for r in results if r.category not in {"absent_condition", "fail_closed"}]
+    # How often the recognised intent equals the item's label (reported, not a target: the behaviour is).
+    out["intent_accuracy"] = (
+        round(sum(r.intent == r.expected_intent for r in labelled) / len(labelled), 4) if labelled else None
+    )
     for intent in sorted({r.intent or "none" for r in results}):
         group = [r for r in results if (r.intent or "none") == intent]
         out["by_intent"][intent] = {"items": len(group), "ok": sum(r.ok for r in group)}
