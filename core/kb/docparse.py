@@ -17,7 +17,7 @@ from core.errors import DocumentError
 from core.kb.guidelines import Block, DocInfo
 from core.kb.settings import KBSettings
 
-__all__ = ["parse_html", "parse_markdown", "parse_pdf", "year_of"]
+__all__ = ["Headings", "parse_html", "parse_markdown", "parse_pdf", "year_of"]
 
 _FRONT = re.compile(r"\A---\s*\n(.*?)\n---\s*(\n|\Z)", re.DOTALL)
 
@@ -37,18 +37,20 @@ def _decode(data: bytes, source: str) -> str:
         raise DocumentError(f"{source}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
 
 
-class _Headings:
+class Headings:
     """The current heading path; a heading of level n replaces levels >= n."""
 
     def __init__(self) -> None:
         self._stack: list[tuple[int, str]] = []
 
     def push(self, level: int, title: str) -> None:
+        """Enter a heading of ``level``: headings at that level or deeper are closed."""
         self._stack = [(lv, t) for lv, t in self._stack if lv < level]
         self._stack.append((level, title))
 
     @property
     def path(self) -> tuple[str, ...]:
+        """The open headings, outermost first."""
         return tuple(t for _, t in self._stack)
 
 
@@ -76,7 +78,7 @@ def parse_markdown(data: bytes, source: str, settings: KBSettings) -> tuple[list
         year=year_of(meta.get("year")),
         source=str(meta.get("source") or "") or None,
     )
-    heads, blocks, row = _Headings(), [], []
+    heads, blocks, row = Headings(), [], []
     tokens = MarkdownIt("commonmark").enable("table").parse(text)
     for i, tok in enumerate(tokens):
         if tok.type == "inline":
@@ -132,7 +134,7 @@ def parse_html(data: bytes, source: str, settings: KBSettings) -> tuple[list[Blo
         year=year_of(meta("year", "dc.date", "date")),
         source=meta("source", "dc.source"),
     )
-    heads, blocks = _Headings(), []
+    heads, blocks = Headings(), []
     for el in soup.find_all([*_HEAD_TAGS, *_BLOCK_TAGS]):
         name = el.name or ""
         if name in _HEAD_TAGS:
@@ -168,13 +170,12 @@ def _outline(reader: Any) -> list[tuple[int, int, str]]:
     return sorted(out, key=lambda t: t[0])
 
 
-_NUMBERED = re.compile(r"^(\d+(?:\.\d+){0,3})\.?\s+([A-Z][^.!?]{2,90})$")
-
-
 def parse_pdf(data: bytes, source: str, settings: KBSettings) -> tuple[list[Block], DocInfo]:
-    """PDF via pypdf: bookmarks (or numbered heading lines) give the path; every block keeps its page."""
+    """PDF via pypdf: structure from the outline or fonts (:mod:`core.kb.pdfparse`); every block keeps its page."""
     from pypdf import PdfReader
     from pypdf.errors import PyPdfError
+
+    from core.kb.pdfparse import pdf_blocks
 
     try:
         reader = PdfReader(io.BytesIO(data), strict=False)
@@ -182,43 +183,17 @@ def parse_pdf(data: bytes, source: str, settings: KBSettings) -> tuple[list[Bloc
             raise DocumentError(f"{source}: encrypted PDF")
         if len(reader.pages) > settings.max_pdf_pages:
             raise DocumentError(f"{source}: {len(reader.pages)} pages is over the {settings.max_pdf_pages}-page limit")
-        pages = [page.extract_text() or "" for page in reader.pages]
-        outline = _outline(reader)
         meta = reader.metadata
+        meta_title = _clean(str(meta.title)) if meta and meta.title else ""
+        blocks, info = pdf_blocks(reader, _outline(reader), meta_title, settings.pdf_repeat_share)
     except DocumentError:
         raise
-    except (PyPdfError, ValueError, KeyError, TypeError, AttributeError, IndexError, RecursionError) as exc:
+    except (PyPdfError, ValueError, KeyError, TypeError, AttributeError, IndexError, RecursionError, ZeroDivisionError,
+            OverflowError) as exc:  # fmt: skip
         # pypdf reports damaged files through many exception types.
         raise DocumentError(f"{source}: unreadable PDF ({type(exc).__name__}: {exc})") from exc
-    if not any(p.strip() for p in pages):
+    if not any(b.text.strip() for b in blocks):
         raise DocumentError(f"{source}: no extractable text (empty or image-only PDF; OCR is not supported)")
-    info = DocInfo(
-        title=_clean(str(meta.title)) if meta and meta.title else "",
-        organisation=str(meta.author) if meta and meta.author else None,
-        year=year_of(meta.get("/CreationDate")) if meta else None,
-    )
-    heads, blocks = _Headings(), []
-    pending = list(outline)
-    for number, text in enumerate(pages):
-        titles_here = {t.lower(): lv for pg, lv, t in pending if pg == number}
-        while pending and pending[0][0] < number:  # bookmarks whose title was not found in the text
-            _, level, title = pending.pop(0)
-            heads.push(level, title)
-        para: list[str] = []
-        for line in (ln.strip() for ln in text.splitlines()):
-            numbered = _NUMBERED.match(line) if not outline else None
-            head_level: int | None = titles_here.get(line.lower())
-            if head_level is None and numbered:
-                head_level = numbered.group(1).count(".") + 1
-            if head_level is None:
-                if line:
-                    para.append(line)
-                continue
-            if para:
-                blocks.append(Block(heads.path, " ".join(para), number + 1))
-                para = []
-            heads.push(head_level, line)
-            pending = [p for p in pending if not (p[0] == number and p[2].lower() == line.lower())]
-        if para:
-            blocks.append(Block(heads.path, " ".join(para), number + 1))
+    info.organisation = str(meta.author) if meta and meta.author else None
+    info.year = year_of(meta.get("/CreationDate")) if meta else None
     return blocks, info

@@ -60,7 +60,12 @@ class GuidelineSource:
                 path = (payload.title,) if payload.level == 1 else (*path[:1], payload.title)
                 out.append((path, ""))
             elif out:
-                text = payload if isinstance(payload, str) else " ".join(" ".join(r) for r in payload)
+                if kind == "table":
+                    text = " ".join(" ".join(row) for row in payload)
+                elif kind == "note":
+                    text = f"{payload[0]} {payload[1]}"
+                else:
+                    text = payload
                 out[-1] = (out[-1][0], f"{out[-1][1]} {_NOTE_REF.sub('', text)}".strip())
         return out
 

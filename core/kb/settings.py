@@ -73,6 +73,13 @@ class KBSettings(BaseModel):
     )
     max_zip_depth: int = Field(2, ge=1, description="Zip nesting accepted (2: a DailyMed zip of zips).")
     max_pdf_pages: int = Field(2000, ge=1, description="Largest PDF accepted, in pages.")
+    pdf_repeat_share: float = Field(
+        0.4,
+        gt=0,
+        le=1,
+        description="A line in the top or bottom band of at least this share of a PDF's pages (digits aside) is a "
+        "running header or footer and is dropped.",
+    )
 
     # Demo content and embedding throughput.
     demo_subdir: Path = Field(
