@@ -83,7 +83,13 @@ def _record(rng: random.Random) -> tuple[str, str]:
 def _phone(rng: random.Random) -> str:
     d = lambda k: "".join(rng.choice("0123456789") for _ in range(k))  # noqa: E731
     return rng.choice(
-        [f"+44 20 {d(4)} {d(4)}", f"(020) {d(4)} {d(4)}", f"07700 {d(6)}", f"555-{d(3)}-{d(4)}", f"+1 415 {d(3)} {d(4)}"]
+        [
+            f"+44 20 {d(4)} {d(4)}",
+            f"(020) {d(4)} {d(4)}",
+            f"07700 {d(6)}",
+            f"555-{d(3)}-{d(4)}",
+            f"+1 415 {d(3)} {d(4)}",
+        ]
     )
 
 
@@ -157,7 +163,9 @@ def _one(rng: random.Random) -> _Sentence:
         s.add(str(rng.randint(1931, 2005)), "DATE")
         s.add(f", {finding}.")
     else:  # no identifier: look-alikes that must survive
-        s.add(f"Similar case {rng.choice(['HC-00012', 'HC-00431', 'HC-04417'])}: {finding}, aged {rng.randint(20, 89)}.")
+        s.add(
+            f"Similar case {rng.choice(['HC-00012', 'HC-00431', 'HC-04417'])}: {finding}, aged {rng.randint(20, 89)}."
+        )
     return s
 
 

@@ -16,7 +16,7 @@ import re
 import pytest
 from markdown_it import MarkdownIt
 
-from core.answer.drafts import STANDARD_RECOMMENDATIONS, generate_report_draft
+from core.answer.drafts import generate_report_draft
 from core.answer.guard import enforce, guard_draft_sections
 from core.cases import build_context_bundle
 from core.contracts import BundleResult, ContextBundle, CurrentScan, PatientContextOut, PriorReport, SimilarCaseBrief
@@ -284,9 +284,10 @@ def test_a_hostile_draft_keeps_only_the_standard_recommendations(fresh: Runtime,
         "RECOMMENDATIONS: Commence amoxicillin and arrange an urgent thoracostomy."
     )
     draft = generate_report_draft(rt, sid, make_llm(rt.settings))
+    extractive = generate_report_draft(rt, sid, None)
     rt.db.dispose()
     assert "amoxicillin" not in draft.recommendations and "thoracostomy" not in draft.recommendations
-    assert draft.recommendations == STANDARD_RECOMMENDATIONS
+    assert draft.recommendations == extractive.recommendations
 
 
 def test_the_chat_page_never_shows_rejected_or_live_text(

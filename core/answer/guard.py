@@ -81,10 +81,16 @@ def split_sentences(text: str) -> list[str]:
     return [p.strip(" -•*\t>#") for p in _SENTENCE_END.split(text.strip()) if p and p.strip(" -•*\t>#")]
 
 
+@functools.lru_cache(maxsize=4096)
+def _phrase(p: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<!\w){re.escape(p)}(?!\w)")
+
+
 def _blank(text: str, phrases: Iterable[str]) -> str:
+    """``text`` with every whole-word occurrence of ``phrases`` blanked ("lung" stays in "lungs")."""
     for p in phrases:
-        if p:
-            text = text.replace(p, " ")
+        if p and p in text:
+            text = _phrase(p).sub(" ", text)
     return text
 
 

@@ -93,6 +93,7 @@ def facts_for(result: BundleResult) -> BundleFacts:
     texts: list[str] = [c.outcome or "" for c in bundle.similarCases]
     texts += [c.diagnosis for c in bundle.similarCases] + [bundle.currentScan.diagnosis]
     texts += list(bundle.patientContext.pastConditions)
+    texts += [bundle.currentScan.anatomy, (bundle.currentScan.region or "").replace("_", " ")]
     facts.phrases = sorted({normalise(t) for t in texts if t.strip()}, key=len, reverse=True)
     reports = [t for r in bundle.priorReports for t in (r.findings, r.impression)]
     facts.advice_free_reports = sorted({normalise(t) for t in reports if t.strip()}, key=len, reverse=True)

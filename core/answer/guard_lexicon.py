@@ -197,6 +197,10 @@ ANSWER_VOCABULARY = frozenset(
     representing represented group grouped cluster clustered align aligns aligned alignment overlap overlaps
     overlapping comparable consistency inconsistency weigh weighs weighed weighing toward towards favour favor
     favours favors neither either whether cannot can't don't doesn't isn't aren't wasn't weren't won't
+    compute computes computed computing calculate calculated search searched searching retrieval judge judged
+    judging judgement decide decided decides reading's nearest-neighbour ranked rank ranks ranking order ordered
+    first-ranked listed alone based-on drawn draw draws taken take takes derived derive measure measured
+    measures measurement estimate estimated
         """
     )
 )

@@ -35,6 +35,7 @@ from core.contracts import BundleResult
 from core.errors import ConfigError
 from core.llm.base import Message
 from core.privacy.deid import Deidentifier
+from core.privacy.settings import PrivacySettings
 
 if TYPE_CHECKING:
     from core.settings import Settings
@@ -117,8 +118,11 @@ def _age(age: int | None, ceiling: int) -> int | str | None:
     return f"{ceiling}+" if age is not None and age > ceiling else age
 
 
+_MAX_AGE: int = PrivacySettings.model_fields["max_age_sent"].default  # one default, in the settings group
+
+
 def outbound_evidence(
-    result: BundleResult, *, deid: Deidentifier | None = None, max_age: int = 89, names: Iterable[str] = ()
+    result: BundleResult, *, deid: Deidentifier | None = None, max_age: int = _MAX_AGE, names: Iterable[str] = ()
 ) -> dict[str, Any]:
     """The bundle as a prompt may carry it: allow-listed fields, free text de-identified.
 
