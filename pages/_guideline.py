@@ -82,24 +82,41 @@ def kb_summary(kb: KnowledgeBase) -> dict[str, Any]:
         st.stop()
 
 
-def _bullet(i: int, b: Bullet) -> None:
-    with st.container(border=True):
-        st.markdown(f"**{i}.** {b.text}")
+def _bullet(i: int, b: Bullet, with_evidence: bool) -> None:
+    from core.guideline.present import source_line, table_rows
+
+    rows = table_rows(b.text)
+    if rows:
+        st.markdown(f"**{i}.** From a table:")
+        st.table(rows)
+    else:
+        st.markdown(f"**{i}.** {_escape(b.text)}")
+    if with_evidence:
         st.markdown("> " + highlight(b.evidence.text, b.text))
-        st.caption(
-            f"Source: {b.evidence.source} · knowledge base `{b.evidence.kb}` · "
-            f"word overlap with the evidence {b.overlap:.0%}"
-        )
+        st.caption(f"Source: {source_line(b.evidence.source, b.evidence.demo)} · word overlap {b.overlap:.0%}")
+
+
+def _chunk(text: str) -> None:
+    """A chunk's text, its tables shown as tables."""
+    from core.guideline.present import split_tables
+
+    for block in split_tables(text[:1500]):
+        if isinstance(block, list):
+            st.table(block)
+        else:
+            st.caption(block)
 
 
 def show_result(result: QAResult) -> None:
-    """An answer with its evidence trail, or the abstention card."""
+    """An answer (a direct statement, one line per bullet, evidence behind a toggle), or the abstention card."""
+    from core.guideline.present import source_line
+
     label, colour = ROUTE_BADGE.get(result.route, (result.route, "gray"))
     st.badge(label, color=colour)  # type: ignore[arg-type]
     if result.kind == "abstain":
         with st.container(border=True):
             st.warning(
-                f"**No answer (ABSTAIN).** {result.reason[:1].upper()}{result.reason[1:]}.",
+                f"**No answer (ABSTAIN).** {result.reason[:1].upper()}{result.reason[1:]}",
                 icon="🛑",
             )
             st.caption(
@@ -107,19 +124,22 @@ def show_result(result: QAResult) -> None:
                 "drug-label text; rephrase the question, pick another knowledge base, or consult the source."
             )
     else:
-        m1, m2, m3 = st.columns(3)
-        m1.metric("Bullets", len(result.bullets))
-        m2.metric("Retrieval confidence", f"{result.confidence:.0%}", help="Calibrated score of the best chunk.")
-        m3.metric("Written by", result.backend)
-        for i, b in enumerate(result.bullets, 1):
-            _bullet(i, b)
+        with st.container(border=True):
+            if result.statement:
+                st.markdown(f"**{_escape(result.statement)}**")
+            for i, b in enumerate(result.bullets, 1):
+                _bullet(i, b, st.session_state.get("guideline-evidence", False))
+            sources = list(dict.fromkeys(source_line(e.source, e.demo) for e in result.evidence))
+            st.caption("Sources: " + " · ".join(sources) if sources else "Source: the label's list of sections.")
+        st.toggle("Show the evidence behind each bullet", key="guideline-evidence")
+        st.caption(f"Retrieval confidence {result.confidence:.0%} · written by {result.backend}")
         if result.patient_summary:
             with st.expander("Patient-friendly summary"):
                 st.write(result.patient_summary)
         with st.expander(f"Evidence chunks ({len(result.evidence)})"):
             for c in result.evidence:
-                st.markdown(f"**{c.source}** · `{c.kb}` · confidence {c.confidence:.0%}")
-                st.caption(c.text[:600] + ("…" if len(c.text) > 600 else ""))
+                st.markdown(f"**{source_line(c.source, c.demo)}** · `{c.kb}` · confidence {c.confidence:.0%}")
+                _chunk(c.text)
     with st.expander("Trace (every step)"):
         st.json([s.model_dump() for s in result.trace.steps], expanded=False)
 

@@ -84,7 +84,7 @@ def test_low_retrieval_confidence_abstains_with_the_threshold_in_the_reason(sett
     weak = [hit("g#weak", "Treat TB for six months with four drugs.", dense_score=0.84)]
     result = qa_with(settings, {"guidelines": weak}, llm=None).answer("Which regimen treats TB?")
     assert isinstance(result, Abstention) and result.stage == "confidence"
-    assert "below threshold 0.65" in result.reason
+    assert f"below threshold {settings.guideline.threshold('guidelines'):.2f}" in result.reason
     step = result.trace.step("confidence")
     assert step is not None and step.after == [] and step.detail["passed"] is False
 

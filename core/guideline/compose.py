@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from core.guideline.constraints import Candidate
 from core.guideline.gates import source_label
 from core.guideline.settings import GuidelineQASettings
-from core.guideline.slots import Slot, fills_slot, mentions_focus
+from core.guideline.slots import Slot, fills_slot, focus_coverage, mentions_focus
 from core.guideline.text import key_tokens, overlap_ratio, split_sentences
 from core.llm.base import Message
 
@@ -65,7 +65,8 @@ def rank_sentences(
     With a ``slot`` (:mod:`core.guideline.slots`), sentences that leave the slot
     empty, or miss the question's focus (unless they come from the label section
     the question names), are dropped; those that fill the slot fully get
-    ``slot_fill_weight`` more.
+    ``slot_fill_weight`` more, and every sentence ``focus_weight`` times the share
+    of the focus words it mentions itself.
     """
     q = key_tokens(question, cfg.stopwords)
     scored: dict[str, Scored] = {}
@@ -83,7 +84,7 @@ def rank_sentences(
                 on_section = cand.boost > 0 and cand.is_label  # the label section the question names
                 if fit == 0 or not (on_section or mentions_focus(sentence, cand.hit, slot.focus, cfg)):
                     continue
-                score += cfg.slot_fill_weight * (fit - 1)
+                score += cfg.slot_fill_weight * (fit - 1) + cfg.focus_weight * focus_coverage(sentence, slot.focus, cfg)
             if coverage >= cfg.min_question_overlap and score > getattr(scored.get(sentence), "score", -1.0):
                 scored[sentence] = Scored(score, sentence, i, source_label(cand.hit))
     return sorted(scored.values(), key=lambda s: s.score, reverse=True)

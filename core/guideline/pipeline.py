@@ -147,7 +147,7 @@ class GuidelineQA:
         if structural is not None:
             return self._statement_answer(question, decision, slot, structural, trace)
         found = constrained_retrieval(
-            question, decision, synonyms, self.retriever, self.cfg, self.settings.kb.rrf_k, trace
+            question, decision, synonyms, self.retriever, self.cfg, self.settings.kb.rrf_k, trace, slot.focus
         )
         if not found.evidence:
             return Abstention(question=question, route=decision.route, reason=found.reason, stage=found.stage,

@@ -24,6 +24,7 @@ from core.guideline.constraints import (
 )
 from core.guideline.router import expand_query
 from core.guideline.settings import GuidelineQASettings
+from core.guideline.slots import focus_coverage
 from core.guideline.text import key_tokens
 from core.guideline.types import RouteDecision, Trace
 from core.kb.types import Retriever
@@ -109,9 +110,14 @@ def _confidence(
 
 def constrained_retrieval(
     question: str, decision: RouteDecision, synonyms: set[str], retriever: Retriever,
-    cfg: GuidelineQASettings, rrf_k: int, trace: Trace,
+    cfg: GuidelineQASettings, rrf_k: int, trace: Trace, focus: frozenset[str] = frozenset(),
 ) -> RetrievalOutcome:  # fmt: skip
-    """Run every constraint on every KB of the route and pick the evidence."""
+    """Run every constraint on every KB of the route and pick the evidence.
+
+    The evidence is the best ``evidence_chunks`` survivors by rank score plus
+    ``focus_weight`` times the share of the question's focus words (``focus``,
+    see :mod:`core.guideline.slots`) the chunk mentions.
+    """
     merged: list[Candidate] = []
     reasons: list[str] = []
     kbs = decision.kbs
@@ -125,9 +131,15 @@ def constrained_retrieval(
     if not merged:
         stage = "confidence" if all("confidence" in r for r in reasons) else "retrieval"
         return RetrievalOutcome([], stage, "; ".join(reasons) or "nothing retrieved")
-    merged.sort(key=lambda c: c.rank_score, reverse=True)
+    def order(c: Candidate) -> float:
+        heading = " ".join((c.hit.section_title, *c.hit.section_path))
+        return c.rank_score + cfg.focus_weight * focus_coverage(f"{heading}\n{c.hit.text}", focus, cfg)
+
+    merged.sort(key=order, reverse=True)
     markers = section_markers(expand_query(question, cfg), cfg)
     on_section = [c for c in merged if section_matches(c.hit, markers)] if markers else []
+    if focus and not any(focus_coverage(f"{c.hit.section_title}\n{c.hit.text}", focus, cfg) for c in on_section):
+        on_section = []  # the named section never mentions what is asked ("tyramine-rich foods" is no dosing)
     if decision.route == "drug" and on_section:  # the label section the question names answers it, no other
         trace.add("section_only", _ids(merged), _ids(on_section), markers=markers)
         merged = on_section

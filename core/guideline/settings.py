@@ -299,6 +299,10 @@ class GuidelineQASettings(BaseModel):
         0.5, ge=0, le=1, description="A yes/no question is answered Yes or No only when the best bullet mentions "
         "this share of the question's focus words (otherwise the bullets stand alone)."
     )
+    focus_weight: float = Field(
+        0.0, ge=0, description="Weight of the share of the question's focus words a chunk (choosing the evidence) "
+        "or a sentence (choosing the bullets) mentions."
+    )
     focus_prefix: int = Field(
         5, ge=3, description="Characters of a word compared when checking a sentence mentions the question's focus."
     )

@@ -30,6 +30,7 @@ __all__ = [
     "LABEL_SLOT_SECTIONS",
     "Slot",
     "fills_slot",
+    "focus_coverage",
     "focus_prefixes",
     "mentions_focus",
     "question_slot",
@@ -52,11 +53,16 @@ _CAUTION = re.compile(r"contraindicat|\bavoid|\bshould not\b|\bmust not\b|\bnot 
 
 @dataclass(frozen=True)
 class Slot:
-    """What a question asks for: the slot name (or ``None``), whether it is yes/no, and its focus prefixes."""
+    """What a question asks for: the slot name (or ``None``), whether it is yes/no, and its focus prefixes.
+
+    ``focus`` includes the other names of the concepts the question names; ``terms``
+    only the question's own topic words.
+    """
 
     name: str | None
     yes_no: bool
     focus: frozenset[str]
+    terms: frozenset[str] = frozenset()
 
 
 def question_slot(question: str, cfg: GuidelineQASettings, drug_names: Collection[str]) -> Slot:
@@ -64,10 +70,13 @@ def question_slot(question: str, cfg: GuidelineQASettings, drug_names: Collectio
     lowered = question.lower()
     name = next((s for s, pats in cfg.slot_patterns.items() if any(re.search(p, lowered) for p in pats)), None)
     first = re.findall(r"[a-z']+", lowered)[:1]
-    return Slot(name, bool(first) and first[0] in cfg.yes_no_starts, focus_prefixes(question, cfg, drug_names))
+    terms = focus_prefixes(question, cfg, drug_names, with_concepts=False)
+    return Slot(name, bool(first) and first[0] in cfg.yes_no_starts, focus_prefixes(question, cfg, drug_names), terms)
 
 
-def focus_prefixes(question: str, cfg: GuidelineQASettings, drug_names: Collection[str]) -> frozenset[str]:
+def focus_prefixes(
+    question: str, cfg: GuidelineQASettings, drug_names: Collection[str], with_concepts: bool = True
+) -> frozenset[str]:
     """First letters of the question's topic words and of their concepts' variants.
 
     Topic words are the key tokens minus filler, drug names, label-section words
@@ -82,6 +91,8 @@ def focus_prefixes(question: str, cfg: GuidelineQASettings, drug_names: Collecti
             if t not in drop and not t.isdigit() and not any(t.startswith(k) for k in label_keys)}  # fmt: skip
     tokens = kept | {p for t in kept if "-" in t for p in t.split("-") if len(p) > 1 and p not in drop}
     focus = {t[:n] for t in tokens}
+    if not with_concepts:
+        return frozenset(focus)
     for concept, variants in cfg.concepts.items():
         names = [concept, *variants]
         if any({t[:n] for t in _tokens(v, cfg)} <= focus for v in names if _tokens(v, cfg)):
@@ -97,6 +108,11 @@ def _tokens(text: str, cfg: GuidelineQASettings) -> set[str]:
 
 def _prefixes(text: str, cfg: GuidelineQASettings) -> set[str]:
     return {t[: cfg.focus_prefix] for t in _tokens(text, cfg)}
+
+
+def focus_coverage(text: str, focus: frozenset[str], cfg: GuidelineQASettings) -> float:
+    """Share of the focus words (by first letters) that ``text`` mentions; 0.0 without a focus."""
+    return len(focus & _prefixes(text, cfg)) / len(focus) if focus else 0.0
 
 
 def mentions_focus(sentence: str, hit: Hit, focus: frozenset[str], cfg: GuidelineQASettings) -> bool:

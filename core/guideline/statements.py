@@ -62,9 +62,9 @@ def yes_no_statement(
         return None
     if slot.name == "boxed_warning":  # "Does X have a boxed warning?": the section was found, so yes
         return Statement("Yes.", "yes")
-    if slot.focus:
+    if slot.terms:
         covered = {t[: cfg.focus_prefix] for t in key_tokens(best_bullet, cfg.stopwords)} & slot.focus
-        if len(covered) / len(slot.focus) < cfg.yes_no_min_coverage:
+        if len(covered) / len(slot.terms) < cfg.yes_no_min_coverage:
             return None
     answer = yes_no(question, best_bullet, cfg, negated=section_code == LABEL_SLOT_SECTIONS["contraindication"])
     return Statement(f"{answer}.", answer.lower())
