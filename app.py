@@ -1,7 +1,10 @@
 """Casebook: clinical review workbench. Start with `make run`.
 
 A log-in form comes first; doctors then get every review page, patients a
-reduced navigation (their own scans, no Ask AI, no drafts).
+reduced navigation (their own scans, no Ask AI, no drafts). The signed-in user
+is re-read from the server-side session on every run (core.sessions): a reload
+(F5) keeps the session through its cookie, and a deep link opens its page and
+scan once signed in, because every page stays routable while logged out.
 """
 
 from __future__ import annotations
@@ -9,40 +12,55 @@ from __future__ import annotations
 import streamlit as st
 
 from core.auth import CurrentUser
-from pages._shared import current_user, login_form
+from pages._shared import login_form, logout, resolve_user, sync_session_cookie
 
 st.set_page_config(page_title="Casebook", page_icon="🩺", layout="wide")
 
-
-def logout() -> None:
-    """Forget the signed-in user and everything this session held."""
-    st.session_state.clear()
+HOME = "pages/scan_review.py"
+SECTIONS: dict[str, list[tuple[str, str, str]]] = {
+    "Review": [
+        (HOME, "Scan Review", "🩻"),
+        ("pages/similar_cases.py", "Similar Cases", "🧭"),
+        ("pages/patient_explorer.py", "Patient Explorer", "🗺️"),
+        ("pages/report_draft.py", "Report Draft", "📝"),
+    ],
+    "Knowledge": [
+        ("pages/guideline_qa.py", "Guideline QA", "📚"),
+        ("pages/evaluation.py", "Self-reflective RAG", "🔬"),
+    ],
+    "System": [("pages/settings_status.py", "Settings / Status", "⚙️")],
+}
 
 
 def pages_for(user: CurrentUser | None) -> dict[str, list[st.Page]] | list[st.Page]:
-    """The navigation a user gets."""
+    """The navigation a user gets.
+
+    Logged out and patients: the home page plus every other page registered but
+    hidden, so a deep link never meets "Page not found"; each page shows the
+    log-in form (or "for doctors") itself.
+    """
+    if user is not None and user.is_doctor:
+        return {
+            section: [st.Page(path, title=title, icon=icon, default=path == HOME) for path, title, icon in rows]
+            for section, rows in SECTIONS.items()
+        }
     if user is None:
-        return [st.Page(login_form, title="Log in", icon="🔒", url_path="login")]
-    if not user.is_doctor:
-        return [st.Page("pages/scan_review.py", title="My scans", icon="🩻", default=True)]
-    return {
-        "Review": [
-            st.Page("pages/scan_review.py", title="Scan Review", icon="🩻", default=True),
-            st.Page("pages/similar_cases.py", title="Similar Cases", icon="🧭"),
-            st.Page("pages/patient_explorer.py", title="Patient Explorer", icon="🗺️"),
-            st.Page("pages/report_draft.py", title="Report Draft", icon="📝"),
-        ],
-        "Knowledge": [
-            st.Page("pages/guideline_qa.py", title="Guideline QA", icon="📚"),
-            st.Page("pages/evaluation.py", title="Self-reflective RAG", icon="🔬"),
-        ],
-        "System": [st.Page("pages/settings_status.py", title="Settings / Status", icon="⚙️")],
-    }
+        home = st.Page(login_form, title="Log in", icon="🔒", url_path="login", default=True)
+    else:
+        home = st.Page(HOME, title="My scans", icon="🩻", default=True)
+    hidden = [
+        st.Page(path, title=title, icon=icon, visibility="hidden")
+        for rows in SECTIONS.values()
+        for path, title, icon in rows
+        if user is None or path != HOME
+    ]
+    return [home, *hidden]
 
 
-user = current_user()
+user = resolve_user()
 if user is not None:
     st.sidebar.markdown(f"Signed in as **{user.display_name}** ({user.role})")
     st.sidebar.button("Log out", on_click=logout, icon="🚪")
 st.sidebar.caption("Casebook · demo data, not for clinical use")
+sync_session_cookie()
 st.navigation(pages_for(user)).run()

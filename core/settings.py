@@ -207,6 +207,18 @@ class UISettings(Group):
         5, ge=0, description="Failed log-ins after which an account is locked for `login_lockout_s`; 0 turns it off."
     )
     login_lockout_s: float = Field(300.0, gt=0, description="Window (seconds) in which failed log-ins are counted.")
+    max_failed_logins_per_source: int = Field(
+        20,
+        ge=0,
+        description="Failed log-ins from one client address (any usernames) within `login_lockout_s` after which "
+        "that address is locked out; 0 turns it off.",
+    )
+    session_idle_timeout_s: float = Field(
+        1800.0, gt=0, description="A signed-in session with no request for this many seconds ends (idle timeout)."
+    )
+    session_max_lifetime_s: float = Field(
+        43200.0, gt=0, description="A session ends this many seconds after log-in however active it is."
+    )
 
 
 class Settings(BaseSettings):

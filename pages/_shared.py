@@ -23,6 +23,10 @@ if TYPE_CHECKING:
 DRAFT_NOTICE = "AI output is a draft for review. Nothing is part of the record until a doctor signs it."
 DEMO_NOTICE = "Demo data: invented patients and cases, not for clinical use."
 USER_KEY = "user"
+SESSION_KEY = "session_token"
+SESSION_COOKIE = "casebook_session"
+SESSION_NOTICE = "session_notice"
+COOKIE_SYNCED = "session_cookie_synced"
 
 
 def settings_json() -> str:
@@ -86,31 +90,109 @@ def get_llm(rt: Runtime) -> LLM | None:
 
 
 def current_user() -> CurrentUser | None:
-    """The signed-in user of this browser session, if any."""
+    """The signed-in user of this run (set by :func:`resolve_user`, which ``app.py`` calls first)."""
     user = st.session_state.get(USER_KEY)
     return user if isinstance(user, CurrentUser) else None
 
 
+def _cookie_token() -> str | None:
+    try:
+        token = st.context.cookies.get(SESSION_COOKIE)
+    except (AttributeError, RuntimeError):  # no browser request behind this run (AppTest)
+        return None
+    return token if isinstance(token, str) and token else None  # AppTest's context is not a browser's
+
+
+def resolve_user() -> CurrentUser | None:
+    """Re-read the signed-in user from the server-side session on every run, role included.
+
+    The token comes from this browser session's state or, after a reload (F5),
+    from the session cookie the browser sent. A revoked, idle or expired token
+    signs the user out. A user placed in the state without a token (tests) is
+    re-read by id, so a changed role still takes effect.
+    """
+    from core.auth import load_user
+    from core.sessions import resolve_session
+
+    token = st.session_state.get(SESSION_KEY) or _cookie_token()
+    if token is None:
+        held = current_user()
+        if held is None:
+            return None
+        user = load_user(get_runtime().db, held.id)
+    else:
+        rt = get_runtime()
+        user = resolve_session(rt.db, token, idle_s=rt.settings.ui.session_idle_timeout_s)
+        if user is None and SESSION_KEY in st.session_state:
+            st.session_state[SESSION_NOTICE] = "Your session has ended. Please log in again."
+    if user is None:
+        st.session_state.pop(USER_KEY, None)
+        st.session_state.pop(SESSION_KEY, None)
+        return None
+    st.session_state[USER_KEY] = user
+    if token is not None:
+        st.session_state[SESSION_KEY] = token
+    return user
+
+
+def sync_session_cookie() -> None:
+    """Keep the browser's session cookie equal to this session's token (set after log-in, cleared after log-out).
+
+    Streamlit can read cookies (``st.context.cookies``) but not set them, so a
+    one-line script sets ``document.cookie``; it is a cookie, not a URL
+    parameter, so the token never lands in browser history or a shared link.
+    """
+    token = st.session_state.get(SESSION_KEY)
+    if token == _cookie_token() or st.session_state.get(COOKIE_SYNCED, "") == (token or None):
+        return  # the browser already holds it (or was told to in an earlier run of this session)
+    if token is not None:
+        max_age = int(get_runtime().settings.ui.session_max_lifetime_s)
+        value = f"{SESSION_COOKIE}={token}; path=/; max-age={max_age}; SameSite=Strict"
+    else:
+        value = f"{SESSION_COOKIE}=; path=/; max-age=0; SameSite=Strict"
+    script = (
+        "<script>document.cookie = '" + value + "' + (location.protocol === 'https:' ? '; Secure' : '');</script>"
+    )
+    st.html(script, unsafe_allow_javascript=True)
+    st.session_state[COOKIE_SYNCED] = token or None
+
+
+def logout() -> None:
+    """Revoke the server-side session (audited) and forget everything this browser session held."""
+    from core.sessions import revoke_session
+
+    token = st.session_state.get(SESSION_KEY) or _cookie_token()
+    if token:
+        revoke_session(get_runtime().db, token)
+    st.session_state.clear()
+
+
 def login_form() -> None:
-    """The log-in form: username and password checked against the stored bcrypt hash."""
+    """The log-in form: username and password checked against the stored bcrypt hash; success opens a session."""
     from core.auth import authenticate
     from core.errors import RateLimitedError
+    from core.sessions import create_session
 
     st.title("Casebook")
     st.caption(DEMO_NOTICE)
+    if notice := st.session_state.pop(SESSION_NOTICE, None):
+        st.info(notice, icon="⏱️")
     with st.form("login", border=True, width=420):
         username = st.text_input("Username", autocomplete="username")
         password = st.text_input("Password", type="password", autocomplete="current-password")
         submitted = st.form_submit_button("Log in", type="primary")
     if submitted:
         rt = get_runtime()
+        ui = rt.settings.ui
         try:
             user = authenticate(
                 rt.db,
                 username,
                 password,
-                max_failures=rt.settings.ui.max_failed_logins,
-                window_s=rt.settings.ui.login_lockout_s,
+                max_failures=ui.max_failed_logins,
+                window_s=ui.login_lockout_s,
+                source=_client_address(),
+                max_source_failures=ui.max_failed_logins_per_source,
             )
         except RateLimitedError as exc:
             st.error(str(exc), icon="🔒")
@@ -118,9 +200,18 @@ def login_form() -> None:
         if user is None:
             st.error("Unknown username or wrong password.")
         else:
+            st.session_state[SESSION_KEY] = create_session(rt.db, user.id, lifetime_s=ui.session_max_lifetime_s)
             st.session_state[USER_KEY] = user
-            st.rerun()
+            st.rerun()  # the same URL: a deep link (page and ?scan=) opens once signed in
     st.caption("Demo logins: `dr.chen` (doctor) or `rahul.mehta` (patient); password `casebook-demo`.")
+
+
+def _client_address() -> str | None:
+    try:
+        address = st.context.ip_address
+    except (AttributeError, RuntimeError):
+        return None
+    return address if isinstance(address, str) and address else None
 
 
 def require_user(*, doctor: bool = False) -> CurrentUser:
@@ -195,7 +286,19 @@ def pick_scan(user: CurrentUser) -> ScanRow | None:
     if st.query_params.get("scan") != scan.scan_id:
         st.query_params["scan"] = scan.scan_id
     st.session_state["scan_id"] = scan.scan_id
+    if user.is_doctor:
+        _audit_scan_read(user, scan.scan_id)
     return scan
+
+
+def _audit_scan_read(user: CurrentUser, scan_id: str) -> None:
+    """One ``scan.read`` audit row per doctor, scan and browser session (not one per rerun)."""
+    from core import audit
+
+    seen: set[str] = st.session_state.setdefault("audited_scans", set())
+    if scan_id not in seen:
+        audit.record(get_runtime().db, audit.SCAN_READ, user.id, scan_id)
+        seen.add(scan_id)
 
 
 def show_error(what: str, exc: Exception) -> None:

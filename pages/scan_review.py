@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import streamlit as st
 
+from core.auth import AWAITING_REVIEW, patient_scan_view
 from core.errors import CasebookError
 from core.reports import report_versions
 from pages._draft import draft_editor, generate
 from pages._shared import DEMO_NOTICE, DRAFT_NOTICE, get_runtime, pick_scan, require_user, show_error, similar_for
+from pages._viewer import image_panel, neighbour_thumbnails
 from pages._widgets import case_cards, reports_view, scan_card
 
 user = require_user()
@@ -21,14 +23,20 @@ if scan is None:
     st.stop()
 rt = get_runtime()
 
-if not user.is_doctor:
-    st.info("These results are reviewed by your doctor. Only signed reports are part of your record.", icon="ℹ️")
-    scan_card(scan, show_gauge=False)
+if not user.is_doctor:  # the access layer hands a patient only what a doctor signed (core.auth)
+    view = patient_scan_view(rt.db, user, scan.scan_id)
+    with st.container(border=True, key="patient-scan"):
+        region = f" · region: {view.region.replace('_', ' ')}" if view.region else ""
+        st.markdown(f"**{view.anatomy.capitalize()} scan** of {view.created_at:%Y-%m-%d}{region}")
+        if view.awaiting_review:
+            st.info(f"{AWAITING_REVIEW}. Results appear here once your doctor has signed a report.", icon="⏳")
+    image_panel(scan, show_reading=False)  # their own images; no AI reading until a doctor signs
     st.subheader("Signed reports")
-    reports_view(report_versions(rt.db, scan.scan_id))
+    reports_view(view.reports)
     st.stop()
 
 st.info(DRAFT_NOTICE, icon="📝")
+image_panel(scan, show_reading=True)
 left, right = st.columns([2, 3], gap="large")
 with left:
     scan_card(scan)
@@ -39,6 +47,7 @@ with left:
         show_error("Similar-case search is unavailable", exc)
     else:
         case_cards(result)
+        neighbour_thumbnails(result, per_row=3)
 
 with right:
     from pages._chat import chat_panel  # lazy: the answer service loads on first use

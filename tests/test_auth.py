@@ -14,13 +14,19 @@ from core.auth import CurrentUser, authenticate, can_view_scan, visible_scans
 from core.demo.patients import DEMO_PASSWORD, DEMO_PATIENTS
 from core.errors import RateLimitedError
 from core.runtime import Runtime
-from core.store.models import RateLimitHit, Scan, User
+from core.store.models import LoginAttempt, Scan, User
 from tests.conftest import scan_of
 
 
-def test_doctor_and_patient_log_in_with_the_demo_password(demo: Runtime) -> None:
-    doctor = authenticate(demo.db, "dr.chen", DEMO_PASSWORD)
-    patient = authenticate(demo.db, "  Rahul.Mehta ", DEMO_PASSWORD)
+def _user(rt: Runtime, username: str) -> CurrentUser:
+    with rt.db.read_only() as s:
+        u = s.scalars(select(User).where(User.username == username)).one()
+        return CurrentUser(u.id, "doctor" if u.role == "doctor" else "patient", u.display_name)
+
+
+def test_doctor_and_patient_log_in_with_the_demo_password(fresh: Runtime) -> None:
+    doctor = authenticate(fresh.db, "dr.chen", DEMO_PASSWORD)
+    patient = authenticate(fresh.db, "  Rahul.Mehta ", DEMO_PASSWORD)
     assert doctor is not None and doctor.role == "doctor" and doctor.is_doctor
     assert doctor.display_name == "Dr. Sarah Chen"
     assert patient is not None and patient.role == "patient" and not patient.is_doctor
@@ -29,8 +35,8 @@ def test_doctor_and_patient_log_in_with_the_demo_password(demo: Runtime) -> None
 @pytest.mark.parametrize(
     ("username", "password"), [("dr.chen", "wrong"), ("dr.chen", ""), ("nobody", DEMO_PASSWORD), ("", "")]
 )
-def test_bad_credentials_give_none(demo: Runtime, username: str, password: str) -> None:
-    assert authenticate(demo.db, username, password) is None
+def test_bad_credentials_give_none(fresh: Runtime, username: str, password: str) -> None:
+    assert authenticate(fresh.db, username, password) is None
 
 
 def test_repeated_failures_lock_the_account_for_the_window(fresh: Runtime) -> None:
@@ -40,17 +46,20 @@ def test_repeated_failures_lock_the_account_for_the_window(fresh: Runtime) -> No
     with pytest.raises(RateLimitedError, match="Too many failed log-ins") as info:
         authenticate(fresh.db, "dr.chen", DEMO_PASSWORD, max_failures=3, window_s=60)  # even the right password
     assert 1 <= info.value.retry_after_s <= 60
-    # other accounts are unaffected; an unknown user never locks anything
+    # other accounts are unaffected
     assert authenticate(fresh.db, "dr.hassan", DEMO_PASSWORD, max_failures=3, window_s=60) is not None
-    assert authenticate(fresh.db, "nobody", "x", max_failures=3, window_s=60) is None
+    # an unknown name locks exactly like a real one: the lock tells nobody which names exist
+    for _ in range(3):
+        assert authenticate(fresh.db, "nobody", "x", max_failures=3, window_s=60) is None
+    with pytest.raises(RateLimitedError) as unknown:
+        authenticate(fresh.db, "nobody", "x", max_failures=3, window_s=60)
+    assert str(unknown.value).split(" in ")[0] == str(info.value).split(" in ")[0]
     # once the failures leave the window the right password works again and clears the count
     with fresh.db.session() as s:
-        s.execute(update(RateLimitHit).values(at=t0 - 120))
+        s.execute(update(LoginAttempt).values(at=t0 - 120))
     assert authenticate(fresh.db, "dr.chen", DEMO_PASSWORD, max_failures=3, window_s=60) is not None
     with fresh.db.read_only() as s:
-        assert (
-            s.scalar(select(func.count()).select_from(RateLimitHit).where(RateLimitHit.bucket == "login-failed")) == 0
-        )
+        assert s.scalar(select(func.count()).where(LoginAttempt.status == "failed", LoginAttempt.at >= t0)) == 0
 
 
 def test_a_success_resets_the_failure_count(fresh: Runtime) -> None:
@@ -84,8 +93,8 @@ def test_passwords_are_stored_hashed(demo: Runtime) -> None:
 
 
 def test_doctors_see_every_scan_patients_only_their_own(demo: Runtime) -> None:
-    doctor = authenticate(demo.db, "dr.chen", DEMO_PASSWORD)
-    patient = authenticate(demo.db, "rahul.mehta", DEMO_PASSWORD)
+    doctor = _user(demo, "dr.chen")
+    patient = _user(demo, "rahul.mehta")
     assert doctor is not None and patient is not None
     all_scans = visible_scans(demo.db, doctor)
     assert len(all_scans) == sum(len(p.scans) for p in DEMO_PATIENTS)

@@ -22,10 +22,10 @@ from core.answer.drafts import DraftText, amend_report, save_draft, sign_draft
 from core.errors import AccessDeniedError, ConflictError, ImmutableRecordError, InvalidInputError
 from core.reports import verify_reports
 from core.runtime import Runtime
-from core.store.db import Database
 from core.store.models import Report, ReportDraft, User
 from tests.backends import backend_params, pg_cluster, pg_tpl, writable_runtime  # noqa: F401
 from tests.conftest import scan_of
+from tests.rec_workers import run_children
 
 
 @pytest.fixture(scope="module", params=backend_params())
@@ -119,31 +119,11 @@ def test_an_amendment_must_change_the_text_and_give_a_reason(rw: Runtime) -> Non
     assert verify_reports(rw.db).ok
 
 
-def _amend_worker(url: str, rid: int, doc: int, i: int, barrier: Any, out: Any) -> None:
-    db = Database(url)
-    barrier.wait()
-    try:
-        new = amend_report(db, rid, doc, f"Findings by worker {i}.", "Impression.", "", reason=f"worker {i}")
-        out.put(("ok", new))
-    except ConflictError as exc:
-        out.put(("conflict", str(exc)))
-    except Exception as exc:  # reported to the test, which fails on it
-        out.put(("error", repr(exc)))
-    finally:
-        db.dispose()
-
-
 @pytest.mark.slow
 def test_ten_concurrent_amendments_give_one_version_two(rw: Runtime, spawn_ctx: Any) -> None:
     rid, _ = _signed(rw)
-    doc, url = _user(rw, "dr.chen"), rw.settings.database_url
-    barrier, out = spawn_ctx.Barrier(10), spawn_ctx.Queue()
-    procs = [spawn_ctx.Process(target=_amend_worker, args=(url, rid, doc, i, barrier, out)) for i in range(10)]
-    for p in procs:
-        p.start()
-    results = [out.get(timeout=120) for _ in procs]
-    for p in procs:
-        p.join(timeout=30)
+    doc = _user(rw, "dr.chen")
+    results = run_children(spawn_ctx, rw.settings.database_url, "amend", rid, doc, children=5, threads=2)
     kinds = Counter(k for k, _ in results)
     assert kinds == {"ok": 1, "conflict": 9}, results
     with rw.db.read_only() as s:
@@ -152,33 +132,11 @@ def test_ten_concurrent_amendments_give_one_version_two(rw: Runtime, spawn_ctx: 
 
 
 # -- drafts ----------------------------------------------------------------------------------------
-def _edit_worker(url: str, scan: str, doc: int, draft_id: int, i: int, barrier: Any, out: Any) -> None:
-    db = Database(url)
-    barrier.wait()
-    try:
-        text_ = DraftText(f"Edit {i}.", "Impression.", "")
-        save_draft(db, scan, doc, text_, draft_id=draft_id, expected_version=1)
-        out.put(("ok", i))
-    except ConflictError as exc:
-        out.put(("conflict", (exc.current or {}).get("findings")))
-    except Exception as exc:
-        out.put(("error", repr(exc)))
-    finally:
-        db.dispose()
-
-
 @pytest.mark.slow
 def test_twenty_concurrent_draft_edits_lose_nothing_silently(rw: Runtime, spawn_ctx: Any) -> None:
-    doc, scan, url = _user(rw, "dr.chen"), scan_of(rw, "li.wei"), rw.settings.database_url
+    doc, scan = _user(rw, "dr.chen"), scan_of(rw, "li.wei")
     draft_id = save_draft(rw.db, scan, doc, DraftText("Start.", "Impression.", ""))
-    barrier, out = spawn_ctx.Barrier(20), spawn_ctx.Queue()
-    args = [(url, scan, doc, draft_id, i, barrier, out) for i in range(20)]
-    procs = [spawn_ctx.Process(target=_edit_worker, args=a) for a in args]
-    for p in procs:
-        p.start()
-    results = [out.get(timeout=180) for _ in procs]
-    for p in procs:
-        p.join(timeout=30)
+    results = run_children(spawn_ctx, rw.settings.database_url, "edit", scan, doc, draft_id, children=4, threads=5)
     winners = [v for k, v in results if k == "ok"]
     conflicts = [v for k, v in results if k == "conflict"]
     assert len(winners) == 1 and len(conflicts) == 19, results
