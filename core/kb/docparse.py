@@ -11,10 +11,9 @@ import io
 import re
 from typing import Any
 
-import yaml
-
 from core.errors import DocumentError
 from core.kb.guidelines import Block, DocInfo
+from core.kb.htmlwalk import load_front_matter, walk_html
 from core.kb.settings import KBSettings
 
 __all__ = ["Headings", "parse_html", "parse_markdown", "parse_pdf", "year_of"]
@@ -66,11 +65,7 @@ def parse_markdown(data: bytes, source: str, settings: KBSettings) -> tuple[list
     meta: dict[str, Any] = {}
     front = _FRONT.match(text)
     if front:
-        try:
-            loaded = yaml.safe_load(front.group(1))
-        except yaml.YAMLError as exc:
-            raise DocumentError(f"{source}: invalid YAML front matter ({exc})") from exc
-        meta = loaded if isinstance(loaded, dict) else {}
+        meta = load_front_matter(front.group(1), source)
         text = text[front.end() :]
     info = DocInfo(
         title=_clean(str(meta.get("title") or "")),
@@ -108,48 +103,31 @@ def parse_markdown(data: bytes, source: str, settings: KBSettings) -> tuple[list
     return blocks, info
 
 
-_BLOCK_TAGS = ("p", "li", "pre", "blockquote", "dd", "dt", "tr", "figcaption")
-_HEAD_TAGS = ("h1", "h2", "h3", "h4", "h5", "h6")
-
-
 def parse_html(data: bytes, source: str, settings: KBSettings) -> tuple[list[Block], DocInfo]:
-    """HTML: headings h1-h6 give the path; paragraphs, list items, table rows and pre blocks give text."""
-    from bs4 import BeautifulSoup
+    """HTML: headings h1-h6 give the path; paragraphs, list items, table rows and pre blocks give text.
 
-    text = _decode(data, source)
-    soup = BeautifulSoup(text, "html.parser")
-    for junk in soup(["script", "style", "noscript", "nav", "template"]):
-        junk.decompose()
+    Walked in one linear pass (:func:`core.kb.htmlwalk.walk_html`), whatever the nesting depth.
+    """
+    doc = walk_html(_decode(data, source))
 
     def meta(*names: str) -> str | None:
-        for name in names:
-            tag = soup.find("meta", attrs={"name": name})
-            if tag is not None and tag.get("content"):
-                return str(tag.get("content"))
-        return None
+        return next((doc.meta[n] for n in names if doc.meta.get(n)), None)
 
     info = DocInfo(
-        title=_clean(soup.title.get_text()) if soup.title else "",
+        title=_clean(doc.title),
         organisation=meta("organisation", "organization", "author", "dc.publisher"),
         year=year_of(meta("year", "dc.date", "date")),
         source=meta("source", "dc.source"),
     )
     heads, blocks = Headings(), []
-    for el in soup.find_all([*_HEAD_TAGS, *_BLOCK_TAGS]):
-        name = el.name or ""
-        if name in _HEAD_TAGS:
-            title, level = _clean(el.get_text(" ")), int(name[1])
-            if level == 1 and (not info.title or title.lower() == info.title.lower()):
-                info.title = info.title or title
+    for kind, level, text in doc.events:
+        if kind == "head":
+            if level == 1 and (not info.title or text.lower() == info.title.lower()):
+                info.title = info.title or text
                 continue
-            heads.push(level, title)
-        elif name == "tr":
-            cells = [_clean(c.get_text(" ")) for c in el.find_all(["td", "th"])]
-            blocks.append(Block(heads.path, " | ".join(c for c in cells if c)))
-        elif el.find_parent("tr") is None:
-            # Text whose nearest block ancestor is this element (nested blocks speak for themselves).
-            own = [s for s in el.find_all(string=True) if s.find_parent([*_BLOCK_TAGS, *_HEAD_TAGS]) is el]
-            blocks.append(Block(heads.path, _clean(" ".join(own))))
+            heads.push(level, text)
+        else:
+            blocks.append(Block(heads.path, _clean(text)))
     return [b for b in blocks if b.text], info
 
 

@@ -44,6 +44,7 @@ __all__ = [
     "IndexBuilder",
     "file_sha256",
     "kb_link",
+    "kb_lock",
     "read_manifest",
     "swap_link",
     "write_faiss",
@@ -57,6 +58,20 @@ _REBUILD = "Rebuild it: `python -m core kb build` for the demo KBs, or ingest th
 def kb_link(root: Path, kb: str) -> Path:
     """The symlink that names the live version of knowledge base ``kb``."""
     return root / f"kb_{kb}"
+
+
+@contextlib.contextmanager
+def kb_lock(root: Path, kb: str) -> Iterator[None]:
+    """Hold the update lock of ``kb`` (an ``flock`` on ``locks/kb_<kb>.lock``: across threads and processes)."""
+    import fcntl
+
+    (root / "locks").mkdir(parents=True, exist_ok=True)
+    with (root / "locks" / f"kb_{kb}.lock").open("a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def file_sha256(path: Path) -> str:

@@ -19,10 +19,11 @@ from tqdm import tqdm
 from core.embed import Embedder
 from core.errors import DocumentError, IndexStateError
 from core.kb.guidelines import GUIDELINE_SUFFIXES, parse_guideline
-from core.kb.index import IndexBuilder, kb_link
+from core.kb.index import IndexBuilder, kb_link, kb_lock
 from core.kb.reader import open_index
+from core.kb.sandbox import parse_isolated
 from core.kb.settings import KBSettings
-from core.kb.sources import iter_sources
+from core.kb.sources import SourceItem, iter_sources
 from core.kb.spl import parse_spl
 from core.kb.tokens import TokenCounter
 from core.kb.types import Document, FileError
@@ -89,19 +90,34 @@ def parse_files(
     parser, suffixes = PARSERS[kind]
     docs: dict[str, Document] = {}
     errors: list[FileError] = []
-    for item in tqdm(iter_sources(paths, suffixes, settings), desc=f"parse {kind}", unit="file",
-                     disable=not settings.progress):  # fmt: skip
+    readable: list[SourceItem] = []
+    for item in iter_sources(paths, suffixes, settings):
         if item.data is None:
             errors.append(FileError(item.name, item.error or "unreadable"))
-            continue
-        try:
-            doc = parser(item.data, item.name, kb, settings, counter)
-        except DocumentError as exc:
-            errors.append(FileError(item.name, str(exc)))
-            log.warning("skipped %s", exc)
-            continue
-        docs[doc.doc_id] = doc  # a later file with the same id (newer label version) wins
+        else:
+            readable.append(item)
+    parsed = parse_isolated(readable, parser, kb, settings, counter) if settings.parse_isolation else (
+        _parse_here(item, parser, kb, settings, counter) for item in readable
+    )  # fmt: skip
+    for item, doc, error in tqdm(parsed, total=len(readable), desc=f"parse {kind}", unit="file",
+                                 disable=not settings.progress):  # fmt: skip
+        if doc is None:
+            errors.append(FileError(item.name, error or "unreadable"))
+            log.warning("skipped %s", error)
+        else:
+            docs[doc.doc_id] = doc  # a later file with the same id (newer label version) wins
     return list(docs.values()), errors
+
+
+def _parse_here(
+    item: SourceItem, parser: Parser, kb: str, settings: KBSettings, counter: TokenCounter
+) -> tuple[SourceItem, Document | None, str | None]:
+    """Parse in this process (``kb.parse_isolation`` off)."""
+    assert item.data is not None
+    try:
+        return item, parser(item.data, item.name, kb, settings, counter), None
+    except DocumentError as exc:
+        return item, None, str(exc)
 
 
 def _check_spec(manifest: dict[str, Any], spec: dict[str, Any], kb: str) -> None:
@@ -129,6 +145,21 @@ def apply_update(
 
     ``fresh`` ignores the live version. Returns the new chunk count.
     """
+    with kb_lock(root, kb):  # read-modify-swap: a concurrent update waits, so none is lost
+        return _apply_update(root, kb, embedder, counter, settings, add, remove, fresh, extra)
+
+
+def _apply_update(
+    root: Path,
+    kb: str,
+    embedder: Embedder,
+    counter: TokenCounter,
+    settings: KBSettings,
+    add: Sequence[Document],
+    remove: frozenset[str],
+    fresh: bool,
+    extra: dict[str, Any] | None,
+) -> int:
     spec = index_spec(embedder, counter, settings)
     drop = set(remove) | {d.doc_id for d in add}
     old = None if fresh or not kb_link(root, kb).exists() else open_index(root, kb, settings)

@@ -73,6 +73,20 @@ class KBSettings(BaseModel):
     )
     max_zip_depth: int = Field(2, ge=1, description="Zip nesting accepted (2: a DailyMed zip of zips).")
     max_pdf_pages: int = Field(2000, ge=1, description="Largest PDF accepted, in pages.")
+    parse_isolation: bool = Field(
+        True,
+        description="Parse each uploaded or ingested document in a worker process with the CPU-time and memory "
+        "budgets below, so a hostile file fails alone and the app survives.",
+    )
+    parse_cpu_seconds: float = Field(
+        60.0, gt=0, description="CPU seconds one document may take to parse in the worker before it is refused."
+    )
+    parse_memory_mb: float = Field(
+        1024.0,
+        ge=0,
+        description="Memory (MB of address space above the worker's own) one document may take to parse; 0 means "
+        "no limit.",
+    )
     pdf_repeat_share: float = Field(
         0.4,
         gt=0,

@@ -55,6 +55,10 @@ class E5TokenCounter:
     def _count(self, text: str) -> int:
         return max(0, int(self._model.token_count(text)) - self._base)
 
+    def __reduce__(self) -> tuple[type[E5TokenCounter], tuple[()]]:
+        # Rebuilt, not copied, in a parse worker process (the C engine cannot be pickled).
+        return (E5TokenCounter, ())
+
     def count(self, text: str) -> int:
         """Content tokens of ``text`` as the e5 encoder sees it."""
         return self._cached(text) if text.strip() else 0
@@ -71,6 +75,7 @@ class HFTokenCounter:
                 f"No tokenizer.json at {tokenizer_json}",
                 hint="The sentence-transformers model folder must contain tokenizer.json.",
             )
+        self._path = tokenizer_json
         self._tok = Tokenizer.from_file(str(tokenizer_json))
         # The shipped tokenizer.json pads and truncates to the model window: counting needs neither.
         self._tok.no_padding()
@@ -80,6 +85,9 @@ class HFTokenCounter:
 
     def _count(self, text: str) -> int:
         return len(self._tok.encode(text, add_special_tokens=False).ids)
+
+    def __reduce__(self) -> tuple[type[HFTokenCounter], tuple[Path, str]]:
+        return (HFTokenCounter, (self._path, self.tokenizer_id))
 
     def count(self, text: str) -> int:
         """Content tokens of ``text``."""
