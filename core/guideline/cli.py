@@ -91,7 +91,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--limit", type=int, default=0, help="Only the first N items (0: all).")
     p.add_argument("--ids", default="", help="Only these comma-separated item ids.")
     p.add_argument("--extractive", action="store_true", help="Compose from the evidence without the LLM.")
-    p.add_argument("--split", choices=["train", "test"], default="", help="Only the items of this split.")
+    p.add_argument("--split", choices=["train", "test", "realistic"], default="",
+                   help="Only the items of this split (realistic: needs `kb ingest-realistic`).")
     p.add_argument(
         "--calibrate", action="store_true",
         help="Fit the confidence model on the train split (k-fold checked), pick per-KB thresholds, report the test "

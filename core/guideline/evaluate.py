@@ -156,7 +156,9 @@ def _section_ok(want: dict[str, str], ev: EvidenceChunk, lexicon: DrugLexicon) -
         heading = " > ".join((*ev.section_path, ev.source)).lower()
         return section is None or any(alt.strip().lower() in heading for alt in section.split("|"))
     if "drug" in want and want["drug"] in drug_synonyms(lexicon, ev.drug_names, {}):
-        return section is None or ev.section_code in (section, _PARENT_SECTION.get(section))
+        return section is None or any(
+            ev.section_code in (code, _PARENT_SECTION.get(code)) for code in section.split("|")
+        )
     return False
 
 
@@ -251,7 +253,7 @@ def _failed(m: SplitMetrics, cfg: GuidelineQASettings) -> list[str]:
 def summarize(outcomes: list[ItemOutcome], backend: str, cfg: GuidelineQASettings) -> EvalReport:
     """Aggregate the outcomes per split and check the targets on the test split (all items if there is none)."""
     splits = {"all": split_metrics(outcomes)}
-    for name in ("train", "test"):
+    for name in ("train", "test", "realistic"):
         part = [o for o in outcomes if o.split == name]
         if part:
             splits[name] = split_metrics(part)
