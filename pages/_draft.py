@@ -70,7 +70,7 @@ def generate(rt: Runtime, scan_id: str) -> None:
     except CasebookError as exc:
         _flash("error", f"Could not generate a draft: {exc}. {exc.hint}")
         return
-    note = f"Written by the {draft.author}" + (f": {draft.reason}." if draft.reason else ".")
+    note = f"Written by the {draft.author}" + (f" ({draft.reason})." if draft.reason else ".")
     if draft.evidence:
         note += f" Evidence kept beside the report: {', '.join(draft.evidence)}."
     _load(scan_id, draft.sections(), draft_id=None, saved=False, author=note)
@@ -144,7 +144,8 @@ def draft_editor(rt: Runtime, user: CurrentUser, scan_id: str) -> None:
     if state.get("author"):
         st.caption(state["author"])
     for s in SECTIONS:
-        st.text_area(s.upper(), key=f"{key}:{s}", height=80 if s in {"comparison", "recommendations"} else 110, help=_HELP[s])
+        st.text_area(s.upper(), key=f"{key}:{s}", height=80 if s in {"comparison", "recommendations"} else 110)
+        st.caption(_HELP[s])
     c1, c2 = st.columns(2)
     c1.button(
         "Save draft",

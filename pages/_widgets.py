@@ -110,7 +110,9 @@ def confidence_badge(confidence: str | None) -> None:
 
 
 def reports_view(reports: list[ReportRow]) -> None:
-    """Signed reports, read-only, newest first, with their version links."""
+    """Signed reports, read-only, newest first, with their version links; COMPARISON shown as its own section."""
+    from core.answer.drafts import split_findings
+
     if not reports:
         st.caption("No signed report for this scan yet.")
         return
@@ -119,8 +121,10 @@ def reports_view(reports: list[ReportRow]) -> None:
         when = f"{r.signed_at:%Y-%m-%d %H:%M}" if r.signed_at else "unsigned"
         with st.container(border=True, key=f"report-{r.id}"):
             st.markdown(f"**Report #{r.id} · version {r.version}** · signed {when} by {r.author} · {status}")
+            comparison, findings = split_findings(r.findings)
             st.markdown(
-                f"**FINDINGS:** {r.findings}\n\n**IMPRESSION:** {r.impression}\n\n"
+                (f"**COMPARISON:** {comparison}\n\n" if comparison else "")
+                + f"**FINDINGS:** {findings}\n\n**IMPRESSION:** {r.impression}\n\n"
                 f"**RECOMMENDATIONS:** {r.recommendations or '—'}"
             )
             st.caption("Signed reports are read-only." + (" AI-assisted." if r.is_ai_corrected else ""))

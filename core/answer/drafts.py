@@ -164,18 +164,18 @@ def generate_report_draft(
     result = build_context_bundle(rt, scan_id)
     base = _extractive(result)
     if llm is None:
-        return replace(base, reason="no language model is configured; the template wrote this draft")
+        return replace(base, reason="no language model is configured")
     if result.bundle is None:
-        return replace(base, reason="no comparable cases; the template wrote this draft")
+        return replace(base, reason="no comparable cases")
     messages = draft_messages(result)
     try:
         sections = _sections(llm.chat(messages).text)
     except CasebookError as exc:
         _audit_draft(rt, scan_id, doctor_id, llm, messages, f"extractive:fallback:{type(exc).__name__}")
-        return replace(base, reason=f"the model failed ({type(exc).__name__}); the template wrote this draft")
+        return replace(base, reason=f"the model failed: {type(exc).__name__}")
     taken = _model_sections(sections, result)  # a section passes whole or not at all
     if not taken:
-        draft = replace(base, reason="the model's draft failed the answer rules; the template wrote this draft")
+        draft = replace(base, reason="the model's draft failed the answer rules")
     else:
         draft = replace(
             base,

@@ -1,0 +1,131 @@
+"""Ask AI and report drafts in real headless Chromium (issue 13): count, treatment pointer, signable draft.
+
+A doctor asks a count question about the tension-pneumothorax scan and gets the number
+computed from the cited cases; asks a treatment question and is pointed to Guideline QA
+with the question carried over; then generates, saves and signs a COPD draft whose
+COMPARISON section holds the dated prior reports and whose text carries no case ID.
+Screenshots go to ``test-artifacts/browser/`` (git-ignored), names ``ask-*.png``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+
+from core.answer.compose import OUT_OF_SCOPE
+from core.answer.rules import CASE_ID_RE
+from core.runtime import open_runtime
+from core.store.models import Report
+from tests.conftest import make_settings, scan_of
+from tests.test_app_support import CHROMIUM, CHROMIUM_ARGS, log_in
+from tests.test_browser import ARTIFACTS, TIMEOUT_MS, _serve
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium (make browser-deps)"
+    ),
+]
+
+
+@pytest.fixture()
+def server(demo_kb_root: Path, tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """A running app over a private copy of the demo database and knowledge bases: (base URL, data root)."""
+    yield from _serve(demo_kb_root, tmp_path, "streamlit-ask.log")
+
+
+def _open_patient(page: object, name: str) -> None:
+    from playwright.sync_api import expect
+
+    search = page.get_by_role("textbox", name="Search patients")  # type: ignore[attr-defined]
+    search.fill(name)
+    search.press("Enter")
+    expect(page.locator("[class*='st-key-case-HC-']").first).to_be_visible(timeout=TIMEOUT_MS)  # type: ignore[attr-defined]
+
+
+def _ask(page: object, question: str) -> None:
+    """Submit ``question``; a rerun still painting the page may swallow the first Enter, so try again."""
+    from playwright.sync_api import expect
+
+    asked = page.locator("[data-testid='stChatMessage']").filter(has_text=question)  # type: ignore[attr-defined]
+    for _ in range(3):
+        page.wait_for_load_state("networkidle")  # type: ignore[attr-defined]
+        chat = page.get_by_placeholder("Ask about this scan…")  # type: ignore[attr-defined]
+        chat.fill(question)
+        chat.press("Enter")
+        try:
+            expect(asked.first).to_be_visible(timeout=10_000)
+            return
+        except AssertionError:
+            continue
+    expect(asked.first).to_be_visible()
+
+
+def test_count_treatment_pointer_and_signable_draft(server: tuple[str, Path]) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    base, root = server
+    rt = open_runtime(make_settings(root))
+    copd_scan = scan_of(rt, "rahul.mehta")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 2600})
+        page.set_default_timeout(TIMEOUT_MS)
+        try:
+            log_in(page, base, "dr.chen")
+            expect(page.get_by_role("heading", name="Scan Review")).to_be_visible()
+
+            # a count question is answered with the number computed from the cited cases
+            _open_patient(page, "khan")
+            _ask(page, "how many of the similar pts died?")
+            answer = page.get_by_text(re.compile(r"\d of 5 similar cases record death"))
+            expect(answer).to_be_visible(timeout=TIMEOUT_MS)
+            expect(page.locator("[class*='st-key-chip-']").first).to_be_visible()
+            page.screenshot(path=str(ARTIFACTS / "ask-01-count.png"))
+
+            # a treatment question is pointed to Guideline QA, no case cited, the question carried over
+            question = "Should we insert a chest drain now?"
+            _ask(page, question)
+            expect(page.get_by_text(OUT_OF_SCOPE.split(". ")[0])).to_be_visible(timeout=TIMEOUT_MS)
+            link = page.get_by_role("button", name="Ask Guideline QA instead")
+            expect(link).to_be_visible()
+            page.screenshot(path=str(ARTIFACTS / "ask-02-treatment.png"))
+            link.click()
+            expect(page.get_by_role("heading", name="Guideline QA")).to_be_visible(timeout=TIMEOUT_MS)
+            expect(page.get_by_role("textbox", name="Question")).to_have_value(question, timeout=TIMEOUT_MS)
+            page.screenshot(path=str(ARTIFACTS / "ask-03-guideline-qa.png"))
+
+            # a signable draft: dated COMPARISON, current FINDINGS marked unverified, no case IDs anywhere
+            page.get_by_role("link", name="Scan Review").click()
+            _open_patient(page, "mehta")
+            page.get_by_role("button", name="Generate draft").click()
+            comparison = page.get_by_role("textbox", name="COMPARISON")
+            expect(comparison).to_have_value(re.compile(r"^Prior signed report of 2025-11-07 \(prior\):"), timeout=TIMEOUT_MS)
+            expect(page.get_by_role("textbox", name="FINDINGS")).to_have_value(re.compile(r"^AI reading, not verified"))
+            texts = [page.get_by_role("textbox", name=s).input_value() for s in ("COMPARISON", "FINDINGS", "IMPRESSION")]
+            texts.append(page.get_by_role("textbox", name="RECOMMENDATIONS").input_value())
+            assert not CASE_ID_RE.search(" ".join(texts)), texts
+            expect(page.get_by_text("Written by the template")).to_be_visible()
+            page.screenshot(path=str(ARTIFACTS / "ask-04-draft.png"))
+            page.get_by_role("button", name="Save draft").click()
+            page.get_by_text("I have reviewed this draft and sign it as my report").click()
+            sign = page.get_by_role("button", name="Sign report")
+            expect(sign).to_be_enabled()
+            sign.click()
+            expect(page.get_by_text("It is now read-only")).to_be_visible(timeout=TIMEOUT_MS)
+            page.screenshot(path=str(ARTIFACTS / "ask-05-signed.png"))
+            with rt.db.read_only() as s:
+                report = s.scalars(select(Report).where(Report.scan_id == copd_scan)).one()
+            assert report.findings.startswith("COMPARISON: Prior signed report of 2025-11-07 (prior):")
+            assert not CASE_ID_RE.search(f"{report.findings} {report.impression} {report.recommendations}")
+        except Exception:
+            page.screenshot(path=str(ARTIFACTS / "ask-failure.png"))
+            raise
+        finally:
+            browser.close()
+            rt.db.dispose()
