@@ -24,7 +24,7 @@ Engines, each built, queried and dropped in turn inside one process:
 Queries run one at a time with ``faiss.omp_set_num_threads(1)``; builds use every core.
 ``--ef-search`` and ``--rerank`` sweep the HNSW engines' query-time parameters over one build
 (one set of rows per combination; the defaults are the settings' values).
-Similarity shown to doctors is ``(1 + cosine) / 2``, a monotone map, so recall is the same either way.
+Similarity shown to doctors is a calibrated linear map of the cosine (docs/SIMILARITY.md), monotone, so recall is the same either way.
 """
 
 from __future__ import annotations
