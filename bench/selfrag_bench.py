@@ -215,6 +215,83 @@ def bench_pipeline(
     return [{k: x.to_json()[k] for k in keys} for x in summaries]
 
 
+def _serve_default_model(settings: Any, parallel: int) -> tuple[Any, str, str]:
+    """The default GGUF behind llama.cpp's own HTTP server (xllamacpp) on loopback, ``parallel`` slots."""
+    import secrets
+
+    import xllamacpp
+
+    from core.embed.base import free_cores
+    from core.llm.models import verified_model_path
+
+    s = settings.llm
+    params = xllamacpp.CommonParams()
+    params.model.path = str(verified_model_path(settings))
+    params.n_parallel = parallel
+    params.n_ctx = s.n_ctx * parallel  # llama.cpp splits the context between the slots
+    params.n_batch = s.n_batch
+    params.cpuparams.n_threads = params.cpuparams_batch.n_threads = free_cores(s.threads)
+    params.sampling.seed = s.seed
+    params.warmup = False
+    params.verbosity = -1
+    key = secrets.token_hex(16)
+    params.api_keys = [key]
+    server = xllamacpp.Server(params)
+    return server, f"{server.listening_address}/v1", key  # listening_address is "http://127.0.0.1:PORT"
+
+
+def bench_server(questions: int, parallel: int, max_tokens: int, timeout_s: float, out: Path) -> list[dict[str, Any]]:
+    """Throughput of the same questions on the local backend and on a loopback llama.cpp server.
+
+    Each run is the adaptive retrieval decision plus one answer of ``max_tokens`` and its utility (no
+    retriever, one iteration): the judge and generator calls every question makes. ``local`` is the
+    in-process llamacpp backend (one request at a time); ``server`` is the OpenAI-compatible backend against
+    llama.cpp's HTTP server with ``parallel`` slots, ``parallel`` questions in flight and the critic's
+    requests concurrent. The bundled 30 questions are cycled to reach ``questions``.
+    """
+    from core.selfrag.evaluate import run_eval
+    from core.selfrag.factory import build_pipeline
+    from core.selfrag.mcq import MCQItem, load_benchmark
+    from core.settings import load_settings
+
+    pool = [i for p in (Path("assets/mcq/mcq_sample_mirage.json"), Path("assets/mcq/mcq_sample_selfbiorag.jsonl"))
+            for items in load_benchmark(p).values() for i in items]  # fmt: skip
+    items = [MCQItem(x.dataset, f"{x.qid}#{n}", x.question, x.options, x.answer)
+             for n, x in ((n, pool[n % len(pool)]) for n in range(questions))]  # fmt: skip
+    sr = {"max_iterations": 1, "generation_max_tokens": max_tokens, "progress": False}
+    rows = []
+    for name in ("local", "server"):
+        if name == "local":
+            settings = load_settings(llm={"backend": "llamacpp", "timeout_s": timeout_s}, selfrag=sr)
+            server, workers = None, 1
+        else:
+            base = load_settings(llm={"backend": "llamacpp"})
+            server, url, key = _serve_default_model(base, parallel)
+            os.environ["CASEBOOK_BENCH_LLAMA_KEY"] = key
+            llm = {"backend": "openai", "openai_base_url": url, "openai_model": "default", "timeout_s": timeout_s,
+                   "openai_api_key_env": "CASEBOOK_BENCH_LLAMA_KEY"}  # fmt: skip
+            settings = load_settings(llm=llm, selfrag=sr | {"concurrency": parallel})
+            workers = parallel
+        pipeline = build_pipeline(settings, retriever=_NoDocs())
+        load = os.getloadavg()[0]
+        started = time.perf_counter()
+        summaries = run_eval(pipeline, items, out / f"server_{name}.jsonl", "adaptive", progress=True, workers=workers)
+        wall = time.perf_counter() - started
+        n = sum(s.n for s in summaries)
+        rows.append({"backend": name, "slots / in flight": workers, "questions": n, "wall_s": round(wall, 1),
+                     "questions_per_min": round(60 * n / wall, 2), "timeouts": sum(s.timeout for s in summaries),
+                     "load_start": round(load, 2), "load_end": round(os.getloadavg()[0], 2)})  # fmt: skip
+        del pipeline, server
+    return rows
+
+
+class _NoDocs:
+    """A retriever with nothing in it: the decision is still asked, no document is judged."""
+
+    def retrieve(self, query: str, k: int) -> list[Any]:
+        return []
+
+
 def _cell(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.3g}" if abs(value) < 1 else f"{value:.1f}"
@@ -255,7 +332,13 @@ def main() -> None:
     p.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "selfrag_bench")
     p.add_argument("--timeout-s", type=float, default=120.0, help="llm.timeout_s for this run.")
     p.add_argument("--plot", type=Path, default=None, help="PNG comparing the modes.")
-    for q in (c, p):
+    v = sub.add_parser("server")
+    v.add_argument("--questions", type=int, default=100)
+    v.add_argument("--parallel", type=int, default=4, help="Server slots and questions in flight.")
+    v.add_argument("--max-tokens", type=int, default=16, help="Tokens per answer.")
+    v.add_argument("--timeout-s", type=float, default=300.0)
+    v.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "selfrag_server_bench")
+    for q in (c, p, v):
         q.add_argument("--json", action="store_true")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -272,6 +355,8 @@ def main() -> None:
             args.jsonl,
             args.batch_sizes,
         )
+    elif args.what == "server":
+        rows = bench_server(args.questions, args.parallel, args.max_tokens, args.timeout_s, args.out)
     else:
         rows = bench_pipeline(
             args.benchmark, args.dataset, args.limit, args.modes, args.out, args.timeout_s, args.plot

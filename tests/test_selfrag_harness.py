@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -222,3 +223,21 @@ def test_cli_refuses_when_switched_off(tmp_path: Path) -> None:
     args = _parser().parse_args(["--preset", "test", "--set", "selfrag.enabled=false", "selfrag", "q"])
     with pytest.raises(ConfigError, match="switched off"):
         args.func(args)
+
+
+def test_concurrent_questions_give_the_sequential_records(llm_server: FakeLLMServer, tmp_path: Path) -> None:
+    _script(llm_server, "B")
+    settings = make_settings(tmp_path, llm=llm_server.llm_overrides("openai"), selfrag={"concurrency": 2})
+    pipeline = build_pipeline(settings, retriever=StaticRetriever([Document("d", "a passage"), Document("e", "b")]))
+    items = load_benchmark(SELFBIORAG)["med_qa"]
+    one = run_eval(pipeline, items, tmp_path / "one.jsonl", ["no-retrieval", "adaptive"], progress=False)
+    four = run_eval(pipeline, items, tmp_path / "four.jsonl", ["no-retrieval", "adaptive"], progress=False, workers=4)
+    assert [s.to_json() | {"seconds_per_question": 0, "median_seconds": 0, "seconds_by_stage": {}} for s in one] == [
+        s.to_json() | {"seconds_per_question": 0, "median_seconds": 0, "seconds_by_stage": {}} for s in four
+    ]
+
+    def letters(name: str) -> dict[tuple[str, str], Any]:
+        rows = [json.loads(line) for line in (tmp_path / name).read_text().splitlines()]
+        return {(r["qid"], r["mode"]): (r["letter"], r["outcome"], r["retrieval_note"]) for r in rows}
+
+    assert letters("one.jsonl") == letters("four.jsonl") and len(letters("four.jsonl")) == 20

@@ -294,6 +294,7 @@ class CorpusIngest:
                 state["shard"], state["shard_count"] = state["shard"] + 1, 0
                 shard = _Shard(self.work / f"shard_{state['shard']:03d}", self.dim, cfg.corpus_vector_dtype)
             self._save_state(state)
+            bar.set_postfix_str(f"{state['count']:,} chunks", refresh=False)  # the bar's ETA runs on bytes read
             bar.update(last[1] - bar.n)
             if on_checkpoint is not None:
                 on_checkpoint(state["count"])

@@ -84,7 +84,10 @@ def run_eval_mcq(args: argparse.Namespace) -> int:
     items = [item for name in names for item in sample(data[name], limit, seed)]
     modes = args.modes or [args.mode or s.mode]
     out = Path(args.out) if args.out else Path(f"selfrag_{Path(args.benchmark).stem}_{'_'.join(modes)}.jsonl")
-    summaries = run_eval(build_pipeline(settings), items, out, modes, progress=s.progress and not args.no_progress)
+    summaries = run_eval(
+        build_pipeline(settings), items, out, modes, progress=s.progress and not args.no_progress,
+        workers=s.eval_workers,
+    )  # fmt: skip
     payload: dict[str, Any] = {"out": str(out), "results": [x.to_json() for x in summaries]}
     if args.plot:
         from core.selfrag.plot import plot_modes

@@ -22,7 +22,9 @@ from __future__ import annotations
 import json
 import math
 import statistics
+import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -141,8 +143,13 @@ def run_eval(
     out: Path,
     modes: RetrievalMode | Sequence[RetrievalMode],
     progress: bool,
+    workers: int = 1,
 ) -> list[EvalSummary]:
-    """Run every (item, mode) not yet done in ``out`` (timeouts and backend errors again); summaries per dataset."""
+    """Run every (item, mode) not yet done in ``out`` (timeouts and backend errors again); summaries per dataset.
+
+    ``workers`` > 1 runs that many questions at once (``selfrag.eval_workers``; a server backend with
+    several slots answers them in parallel); records are appended as they finish.
+    """
     from tqdm import tqdm
 
     modes = [modes] if isinstance(modes, str) else list(modes)
@@ -155,12 +162,26 @@ def run_eval(
         or _outcome_of(done[(item.dataset, item.qid, mode)]) in RETRY_OUTCOMES
     ]
     out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("a", encoding="utf-8") as fh:
-        for item, mode in tqdm(todo, desc=f"eval-mcq {'/'.join(modes)}", unit="run", disable=not progress):
+    lock = threading.Lock()
+    with out.open("a", encoding="utf-8") as fh, tqdm(
+        total=len(todo), desc=f"eval-mcq {'/'.join(modes)}", unit="run", disable=not progress
+    ) as bar:
+
+        def one(job: tuple[MCQItem, RetrievalMode]) -> None:
+            item, mode = job
             record = make_record(item, mode, pipeline.run(item.question, item.options, mode=mode))
-            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
-            fh.flush()
-            done[_key(record)] = record
+            with lock:
+                fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+                fh.flush()
+                done[_key(record)] = record
+                bar.update(1)
+
+        if workers <= 1:
+            for job in todo:
+                one(job)
+        else:
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                list(pool.map(one, todo))
     wanted = {(item.dataset, item.qid, mode) for item in items for mode in modes}
     return summarise([r for k, r in done.items() if k in wanted])
 
