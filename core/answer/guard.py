@@ -57,7 +57,8 @@ from core.privacy.text import normalise, strip_markup
 __all__ = ["DraftGuard", "GuardReport", "enforce", "guard_draft_sections", "refusal_reason", "split_sentences"]
 
 log = logging.getLogger(__name__)
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[A-Z0-9(\"'\[<!])|\n+")
+_NEXT = r"(?=[A-Z0-9(\"'\[<!])"
+_SENTENCE_END = re.compile(rf"(?<=[.!?])\s+{_NEXT}|(?<=[.!?][\"')\]])\s+{_NEXT}|\n+")
 
 
 @dataclass

@@ -95,14 +95,16 @@ class Deidentifier:
     """Finds and replaces identifiers; names come from ``names`` (a list or a callable read per call)."""
 
     def __init__(self, names: Iterable[str] | Callable[[], Iterable[str]] = ()) -> None:
-        self._names = names
+        self._names = names if callable(names) else list(names)
+        self._compiled: tuple[tuple[str, ...], re.Pattern[str] | None] = ((), None)
 
     def _name_pattern(self) -> re.Pattern[str] | None:
-        names = self._names() if callable(self._names) else self._names
-        variants = sorted(name_variants(names), key=len, reverse=True)
-        if not variants:
-            return None
-        return re.compile(r"(?<![\w])(?:" + "|".join(re.escape(v) for v in variants) + r")(?![\w])")
+        names = tuple(self._names() if callable(self._names) else self._names)
+        if names != self._compiled[0]:  # compile once per change of the user table, not per message
+            variants = sorted(name_variants(names), key=len, reverse=True)
+            alternatives = "|".join(re.escape(v) for v in variants)
+            self._compiled = (names, re.compile(rf"(?<![\w])(?:{alternatives})(?![\w])") if variants else None)
+        return self._compiled[1]
 
     def find(self, text: str) -> list[Finding]:
         """Identifiers in ``normalise(text)``, left to right, without overlaps (earlier patterns win)."""
