@@ -196,5 +196,8 @@ def seed_demo(
                     "(SELECT max(id) FROM historical_cases))"
                 )
             )
+    from core.imaging.demo import attach_demo_images  # lazy: pydicom loads only when seeding
+
+    attach_demo_images(settings, db, progress=say)
     users = len(DEMO_DOCTORS) + len(DEMO_PATIENTS)
     return SeedSummary(True, users, n_scans, len(cases), f"Seeded {users} users, {n_scans} scans, {len(cases)} cases.")
