@@ -339,7 +339,7 @@ class _Handler(BaseHTTPRequestHandler):
                 continue
             delta = {"delta": {"content": tok}} if chat else {"text": tok}
             self._event(base | {"choices": [{"index": 0, "finish_reason": None, **delta}]})
-        last = {"delta": {}} if chat else {"text": ""}
+        last: dict[str, Any] = {"delta": {}} if chat else {"text": ""}
         self._event(base | {"choices": [{"index": 0, "finish_reason": finish, **last}]})
         self._event(base | {"choices": [], "usage": self._usage(body, len(tokens))})
         self._event(b"[DONE]")
