@@ -26,10 +26,12 @@ from core.contracts import (
     SimilarCaseBrief,
 )
 from core.errors import ConflictError
-from core.runtime import Runtime
+from core.llm.factory import make_llm
+from core.runtime import Runtime, open_runtime
 from core.settings import REPO_ROOT
 from core.store.models import User
-from tests.conftest import scan_of
+from tests.conftest import make_settings, scan_of
+from tests.llm_server import FakeLLMServer
 
 QUESTIONS = REPO_ROOT / "tests" / "data" / "doctor_questions.json"
 
@@ -215,3 +217,14 @@ def test_cli_ask_json_adds_intent(fresh: Runtime) -> None:
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert {"answer", "citedCaseIds", "confidence", "intent"} <= set(out) and out["intent"] == "count"
+
+
+def test_the_model_is_given_the_computed_facts_without_dates(fresh: Runtime, llm_server: FakeLLMServer) -> None:
+    rt = open_runtime(make_settings(fresh.settings.paths.data_dir.parent, llm=llm_server.llm_overrides("openai")))
+    sid = scan_of(rt, "rahul.mehta")
+    llm_server.reply = "Insufficient data to answer this question based on available cases."
+    res = ask_question(rt, sid, "Is this getting worse compared with before?", _doctor(rt), make_llm(rt.settings))
+    assert res.path == "extractive" and "2025-11-07" in res.answer.answer  # the doctor sees the dated answer
+    sent = llm_server.requests[-1].text()
+    assert "FACTS:" in sent and "Compared with the signed prior report of an earlier date" in sent
+    assert "2025-11-07" not in sent and "2024-11-12" not in sent

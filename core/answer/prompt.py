@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 
 from core.contracts import BundleResult
 from core.llm.base import Message
@@ -17,6 +18,7 @@ Allowed: compare cases, mention similarity percentages, say "Based on similar ca
 Forbidden: statistics that are not in the data, outside or internet knowledge, "studies show", diagnoses that no similar case has, treatment advice, drug or procedure suggestions, definitive recommendations.
 Always cite the case IDs you rely on.
 If the data cannot answer the question, reply exactly: "Insufficient data to answer this question based on available cases."
+When FACTS are given, they were computed from the data: answer by restating them in plain words, keeping every number and case ID exactly as written; never compute a new number.
 Answer in at most five short sentences."""
 
 DRAFT_PROMPT = """You are drafting a radiology report for a doctor to edit and sign.
@@ -32,12 +34,19 @@ def _evidence(result: BundleResult) -> str:
     return json.dumps(outbound_evidence(result), ensure_ascii=False)
 
 
-def ask_messages(result: BundleResult, question: str) -> list[Message]:
-    """Messages for a grounded answer; nothing identifying a patient is included."""
-    return [
-        {"role": "system", "content": SYSTEM_PROMPT},
-        {"role": "user", "content": f"DATA:\n{_evidence(result)}\n\nQUESTION: {question.strip()}"},
-    ]
+_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
+
+
+def ask_messages(result: BundleResult, question: str, facts: str | None = None) -> list[Message]:
+    """Messages for a grounded answer; nothing identifying a patient is included.
+
+    ``facts`` is the answer computed in code (:mod:`core.answer.compose`); the model may only
+    rephrase it. Dates are left out of what is sent (prior reports become "an earlier date").
+    """
+    user = f"DATA:\n{_evidence(result)}\n\n"
+    if facts:
+        user += f"FACTS:\n{_DATE.sub('an earlier date', facts)}\n\n"
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": f"{user}QUESTION: {question.strip()}"}]
 
 
 def draft_messages(result: BundleResult) -> list[Message]:

@@ -170,7 +170,7 @@ def _finish(
 
 def _with_llm(rt: Runtime, result: BundleResult, instant: AskResult, q: str, llm: LLM, started: float) -> AskResult:
     """The guarded LLM answer within the time budget, or the instant answer with the reason it stands."""
-    messages = ask_messages(result, q)
+    messages = ask_messages(result, q, instant.answer.answer)
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
     future = pool.submit(llm.chat, messages)
     try:
@@ -206,7 +206,8 @@ def ask_question(rt: Runtime, scan_id: str, question: str, doctor_id: int, llm: 
     except Exception:
         _finish(rt, scan_id, doctor_id, pending, instant, llm.backend, None)
         raise
-    _finish(rt, scan_id, doctor_id, pending, final, llm.backend, prompt_hash(ask_messages(result, q)))
+    phash = prompt_hash(ask_messages(result, q, instant.answer.answer))
+    _finish(rt, scan_id, doctor_id, pending, final, llm.backend, phash)
     return final
 
 
@@ -221,7 +222,7 @@ def stream_answer(
         _finish(rt, scan_id, doctor_id, pending, instant, None, None)
         yield AskEvent("final", result=instant)
         return
-    messages = ask_messages(result, q)
+    messages = ask_messages(result, q, instant.answer.answer)
     parts: list[str] = []
     final: AskResult | None = None
     try:
