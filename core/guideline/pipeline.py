@@ -121,11 +121,15 @@ class GuidelineQA:
         """``extractive`` or the LLM backend name."""
         return self.llm.backend if self.llm is not None else "extractive"
 
-    def answer(self, question: str, route: Route | None = None) -> QAResult:
+    def answer(
+        self, question: str, route: Route | None = None, spaces: tuple[str, ...] = (), only_spaces: bool = False
+    ) -> QAResult:
         """An answer whose every bullet passed the gates, or an abstention with its reason.
 
         ``route`` (``guideline``, ``drug`` or ``mixed``) overrides which knowledge bases
         are searched, as the app's selector does; an out-of-domain question still abstains.
+        ``spaces`` are the asking doctor's document spaces (``core.kb.spaces.doctor_spaces``),
+        searched beside the curated KBs, or alone with ``only_spaces`` ("search my documents").
         """
         trace = Trace()
         decision = route_question(question, self.lexicon, self.cfg)
@@ -147,8 +151,9 @@ class GuidelineQA:
         if structural is not None:
             return self._statement_answer(question, decision, slot, structural, trace)
         found = constrained_retrieval(
-            question, decision, synonyms, self.retriever, self.cfg, self.settings.kb.rrf_k, trace, slot.focus
-        )
+            question, decision, synonyms, self.retriever, self.cfg, self.settings.kb.rrf_k, trace, slot.focus,
+            spaces, only_spaces,
+        )  # fmt: skip
         if not found.evidence:
             return Abstention(question=question, route=decision.route, reason=found.reason, stage=found.stage,
                               trace=trace)  # fmt: skip
@@ -166,7 +171,7 @@ class GuidelineQA:
             question=question,
             route=decision.route,
             statement=said.text if said else None,
-            finding=said.finding if said else None,  # type: ignore[arg-type]
+            finding=said.finding if said else None,
             slot=slot.name,
             bullets=bullets,
             evidence=[self._evidence_chunk(c) for c in found.evidence],
@@ -195,7 +200,7 @@ class GuidelineQA:
         if said.hit is not None:
             cand = Candidate(said.hit, relevance=1.0, confidence=1.0)
             evidence = [self._evidence_chunk(cand)]
-        return QAAnswer(question=question, route=decision.route, statement=said.text, finding=said.finding,  # type: ignore[arg-type]
+        return QAAnswer(question=question, route=decision.route, statement=said.text, finding=said.finding,
                         slot=slot.name, bullets=[], evidence=evidence, patient_summary=None, backend="structure",
                         confidence=1.0, trace=trace)  # fmt: skip
 

@@ -57,7 +57,7 @@ def _one_kb(
     trace.add("retrieve", after=_ids(cands), kb=kb, mode=cfg.search_mode, query=query,
               cosine={c.hit.chunk_id: round(c.hit.dense_score or 0.0, 4) for c in cands})  # fmt: skip
     markers = section_markers(query, cfg)
-    boosted = boost_and_fuse(cands, markers, cfg.alpha, cfg.search_mode, rrf_k)
+    boosted = boost_and_fuse(cands, markers, cfg.alpha, cfg.search_mode, rrf_k, cfg.fusion)
     trace.add("section_boost", _ids(cands), _ids(boosted), kb=kb, markers=markers, alpha=cfg.alpha,
               boosted=[c.hit.chunk_id for c in boosted if c.boost])  # fmt: skip
     cands = boosted
@@ -111,6 +111,7 @@ def _confidence(
 def constrained_retrieval(
     question: str, decision: RouteDecision, synonyms: set[str], retriever: Retriever,
     cfg: GuidelineQASettings, rrf_k: int, trace: Trace, focus: frozenset[str] = frozenset(),
+    spaces: tuple[str, ...] = (), only_spaces: bool = False,
 ) -> RetrievalOutcome:  # fmt: skip
     """Run every constraint on every KB of the route and pick the evidence.
 
@@ -123,6 +124,8 @@ def constrained_retrieval(
     kbs = decision.kbs
     if decision.route == "mixed" and cfg.mixed_corpora:
         kbs = (*kbs, "corpus:" + "+".join(cfg.mixed_corpora))
+    # The asking doctor's document spaces (core.kb.spaces.doctor_spaces) are fused like the curated KBs.
+    kbs = spaces if only_spaces else (*kbs, *spaces)
     for kb in kbs:
         cands, reason = _one_kb(question, kb, decision, synonyms, retriever, cfg, rrf_k, trace)
         merged += cands

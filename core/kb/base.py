@@ -14,7 +14,7 @@ from core.kb.ingest import IngestReport, apply_update, parse_files
 from core.kb.lexicon import DrugLexicon
 from core.kb.retriever import HybridRetriever
 from core.kb.tokens import TokenCounter, make_token_counter
-from core.kb.types import KB_NAMES
+from core.kb.types import KB_NAMES, SPACE_PREFIX, is_kb_name
 
 if TYPE_CHECKING:
     from core.settings import Settings
@@ -58,8 +58,10 @@ class KnowledgeBase(HybridRetriever):
         new version holds only these documents. Nothing is written when no file
         parsed and ``rebuild`` is false.
         """
-        if kb not in _KIND_KBS[kind]:
-            raise InvalidInputError(f"{kind} documents go to {' or '.join(_KIND_KBS[kind])}, not {kb!r}")
+        if not is_kb_name(kb) or (kb not in _KIND_KBS[kind] and not kb.startswith(SPACE_PREFIX)):
+            raise InvalidInputError(
+                f"{kind} documents go to {' or '.join(_KIND_KBS[kind])} or a document space, not {kb!r}"
+            )
         start = time.perf_counter()
         report = IngestReport(kb=kb)
         docs, report.errors = parse_files(paths, kind, kb, self.settings.kb, self.token_counter)

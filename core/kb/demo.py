@@ -69,9 +69,36 @@ def _is_current(settings: Settings, kb: str, fingerprint: str) -> bool:
         return False
 
 
+def _demo_ids(settings: Settings, kb: str, files: list[Path]) -> frozenset[str]:
+    """The documents of the live ``kb`` that came from the demo build (its manifest says; older ones by source)."""
+    root = settings.paths.resolve(settings.paths.index_dir)
+    link = kb_link(root, kb)
+    if not link.exists():
+        return frozenset()
+    from core.kb.reader import open_index
+
+    index = open_index(root, kb, settings.kb)
+    try:
+        listed = index.manifest.get("demo_docs")
+        if listed is not None:
+            return frozenset(str(d) for d in listed)
+        names = {str(p) for p in files} | {p.name for p in files}
+        return frozenset(d[0] for d in index.store.docs() if d[1] in names or Path(d[1]).name in names)
+    finally:
+        index.close()
+
+
 def build_demo_kb(settings: Settings, force: bool = False, base: KnowledgeBase | None = None) -> list[IngestReport]:
-    """Rebuild each demo KB whose sources or settings changed (all of them with ``force``)."""
+    """Rebuild the demo documents of each demo KB whose sources or settings changed (all with ``force``).
+
+    Demo content is rebuilt beside anything else in the KB: documents a user ingested into
+    ``guidelines`` or ``druglabels`` are kept (re-embedded if the embedding settings changed),
+    and document spaces are never touched.
+    """
+    import time
+
     from core.kb.base import KnowledgeBase
+    from core.kb.ingest import IngestReport, apply_update, parse_files
 
     reports = []
     for kb, (_, kind, _) in DEMO_SOURCES.items():
@@ -82,8 +109,18 @@ def build_demo_kb(settings: Settings, force: bool = False, base: KnowledgeBase |
         fingerprint = demo_fingerprint(settings, kb)
         if not force and _is_current(settings, kb, fingerprint):
             continue
+        start = time.perf_counter()
         base = base or KnowledgeBase(settings)
-        report = base.ingest(files, kind, kb, rebuild=True, extra={"demo_fingerprint": fingerprint})
+        report = IngestReport(kb=kb)
+        old_demo = _demo_ids(settings, kb, files)
+        docs, report.errors = parse_files(files, kind, kb, settings.kb, base.token_counter)
+        report.total_chunks = apply_update(
+            base.root, kb, base.embedder, base.token_counter, settings.kb, add=docs, remove=old_demo, reembed=True,
+            extra={"demo_fingerprint": fingerprint, "demo_docs": [d.doc_id for d in docs]},
+        )  # fmt: skip
+        report.docs = [d.doc_id for d in docs]
+        report.chunks_added = sum(len(d.chunks) for d in docs)
+        report.seconds = time.perf_counter() - start
         for err in report.errors:
             log.warning("demo kb_%s: skipped %s: %s", kb, err.source, err.error)
         reports.append(report)

@@ -22,6 +22,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import sqlite3
 import time
@@ -238,6 +239,8 @@ def swap_link(link: Path, target: Path) -> None:
     tmp_link = link.parent / f".{link.name}.link-{uuid.uuid4().hex[:6]}"
     os.symlink(target.name, tmp_link)
     os.replace(tmp_link, link)
+    # Only this KB's own versions: ".kb_user.*" would also match the space "user.u1" (".kb_user.u1.v...").
+    own = re.compile(rf"\.{re.escape(link.name)}\.(v\d{{8}}T\d{{6}}-[0-9a-f]{{6}}|legacy-[0-9a-f]{{6}})")
     for old in link.parent.glob(f".{link.name}.*"):
-        if old != target and not old.name.endswith(".tmp") and old.is_dir():
+        if old != target and own.fullmatch(old.name) and old.is_dir():
             shutil.rmtree(old, ignore_errors=True)

@@ -35,6 +35,8 @@ log = logging.getLogger(__name__)
 SPEC_KEYS = ("encoder_id", "dim", "tokenizer_id", "chunk_tokens", "chunk_overlap", "spl_section_tokens",
              "header_in_index", "bm25_stemmer")  # fmt: skip
 
+_CARRIED = ("demo_fingerprint", "demo_docs")  # manifest keys that survive an update
+
 # Bump when parsing or chunking changes what an index holds: demo KBs built by older code are rebuilt.
 PARSER_VERSION = 3
 
@@ -140,13 +142,17 @@ def apply_update(
     remove: frozenset[str] = frozenset(),
     fresh: bool = False,
     extra: dict[str, Any] | None = None,
+    reembed: bool = False,
 ) -> int:
     """Write a new version of ``kb``: the live one minus ``remove`` and replaced ids, plus ``add``.
 
-    ``fresh`` ignores the live version. Returns the new chunk count.
+    ``fresh`` ignores the live version. The demo markers of the live manifest (``demo_fingerprint``,
+    ``demo_docs``) are carried over unless ``extra`` sets them. With ``reembed`` a live version built
+    with other embedding settings is kept by re-embedding its chunks' text (the demo rebuild beside user
+    documents); without it that is an :class:`IndexStateError`. Returns the new chunk count.
     """
     with kb_lock(root, kb):  # read-modify-swap: a concurrent update waits, so none is lost
-        return _apply_update(root, kb, embedder, counter, settings, add, remove, fresh, extra)
+        return _apply_update(root, kb, embedder, counter, settings, add, remove, fresh, extra, reembed)
 
 
 def _apply_update(
@@ -159,23 +165,38 @@ def _apply_update(
     remove: frozenset[str],
     fresh: bool,
     extra: dict[str, Any] | None,
+    reembed: bool,
 ) -> int:
     spec = index_spec(embedder, counter, settings)
     drop = set(remove) | {d.doc_id for d in add}
     old = None if fresh or not kb_link(root, kb).exists() else open_index(root, kb, settings)
+    stale = False
     if old is not None:
-        _check_spec(old.manifest, spec, kb)
+        extra = {**{k: old.manifest[k] for k in _CARRIED if k in old.manifest}, **(extra or {})}
+        try:
+            _check_spec(old.manifest, spec, kb)
+        except IndexStateError:
+            if not reembed:
+                old.close()
+                raise
+            stale = True
+
+    def vectors(batch: list[Any]) -> Any:
+        if stale:  # built by other embedding settings: embed the kept text again
+            return embedder.embed_passages([c.index_text(settings.header_in_index) for _, c in batch])
+        return old.vectors_at([p for p, _ in batch])  # type: ignore[union-attr]
+
     with IndexBuilder(root, kb, spec, settings) as builder:
         if old is not None:
             batch: list[Any] = []
             for pos, chunk in old.store.iter_chunks():
                 if chunk.doc_id not in drop:
                     batch.append((pos, chunk))
-                if len(batch) >= 4096:
-                    builder.add([c for _, c in batch], old.vectors_at([p for p, _ in batch]))
+                if len(batch) >= (settings.embed_batch if stale else 4096):
+                    builder.add([c for _, c in batch], vectors(batch))
                     batch = []
             if batch:
-                builder.add([c for _, c in batch], old.vectors_at([p for p, _ in batch]))
+                builder.add([c for _, c in batch], vectors(batch))
             for doc in old.store.docs():
                 if doc[0] not in drop:
                     builder.add_document(doc, {n: k for n, k, _ in old.store.names(doc[0])})

@@ -12,7 +12,7 @@ from core.errors import IndexStateError, InvalidInputError
 from core.kb.fusion import rrf
 from core.kb.index import kb_link
 from core.kb.reader import KBIndex, open_index
-from core.kb.types import KB_NAMES, Hit, SearchMode
+from core.kb.types import KB_NAMES, Hit, SearchMode, is_kb_name
 
 if TYPE_CHECKING:
     from core.settings import Settings
@@ -47,8 +47,10 @@ class HybridRetriever:
 
     def index(self, kb: str) -> KBIndex:
         """The live index of ``kb``, re-opened if a new version was swapped in."""
-        if kb not in KB_NAMES:
-            raise InvalidInputError(f"Unknown knowledge base {kb!r}", hint=f"Use one of: {', '.join(KB_NAMES)}.")
+        if not is_kb_name(kb):
+            raise InvalidInputError(
+                f"Unknown knowledge base {kb!r}", hint=f"Use one of: {', '.join(KB_NAMES)}, or a document space."
+            )
         link = kb_link(self.root, kb)
         target = os.path.realpath(link) if link.exists() else ""
         with self._lock:

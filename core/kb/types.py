@@ -9,11 +9,13 @@ depend on.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 __all__ = [
     "KB_NAMES",
+    "SPACE_PREFIX",
     "Chunk",
     "Document",
     "FileError",
@@ -21,11 +23,19 @@ __all__ = [
     "KBName",
     "Retriever",
     "SearchMode",
+    "is_kb_name",
 ]
 
 KBName = Literal["guidelines", "druglabels", "user"]
 SearchMode = Literal["hybrid", "dense", "bm25"]
 KB_NAMES: tuple[str, ...] = ("guidelines", "druglabels", "user")
+SPACE_PREFIX = "user."  # a doctor's own document space is ``user.<slug>``; ``user`` is the shared space
+_SPACE = re.compile(r"user\.[a-z0-9][a-z0-9_-]{0,63}")
+
+
+def is_kb_name(kb: str) -> bool:
+    """A curated KB, the shared document space or a doctor's own space (``user.<slug>``)."""
+    return kb in KB_NAMES or bool(_SPACE.fullmatch(kb))
 
 
 @dataclass(frozen=True, kw_only=True)

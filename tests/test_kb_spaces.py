@@ -1,0 +1,114 @@
+"""A doctor's own document spaces: kept apart, listed by title, deleted, re-ingested, and never lost to a demo rebuild."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from core.embed import Embedder, make_embedder
+from core.errors import NotFoundError
+from core.kb import KnowledgeBase, ensure_demo_kb
+from core.kb.pdfwrite import read_source, render_pdf
+from core.kb.spaces import SHARED_SPACE, DocumentSpaces, doctor_spaces, owner_key, space_of
+from core.kb.tokens import E5TokenCounter
+from core.settings import Settings, load_settings
+
+DATA = Path(__file__).parent / "data" / "kb"
+GUIDELINE = Path(__file__).resolve().parents[1] / "assets" / "kb" / "realistic" / "guidelines" / "tb_cap_consolidated.md"
+
+
+def _settings(root: Path, **kb: object) -> Settings:
+    return load_settings(
+        "test", paths={"index_dir": root / "indexes", "data_dir": root / "data"}, kb={"progress": False, **kb}
+    )
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Embedder:
+    return make_embedder(load_settings("test").embed)
+
+
+@pytest.fixture(scope="module")
+def counter() -> E5TokenCounter:
+    return E5TokenCounter()
+
+
+def test_space_names_are_ids_not_names() -> None:
+    assert space_of(owner_key(12)) == "user.u12"
+    assert space_of("Dr Ann O'Neil").startswith("user.dr-ann-o-neil-")  # slug plus a hash: never collides
+    assert space_of("a/b") != space_of("a-b")
+
+
+def test_upload_list_delete_and_reingest(tmp_path: Path, embedder: Embedder, counter: E5TokenCounter) -> None:
+    spaces = DocumentSpaces(KnowledgeBase(_settings(tmp_path), embedder, counter))
+    md = (DATA / "guideline_small.md").read_bytes()
+    report = spaces.upload("u1", [("My hypertension notes.md", md), ("label.xml", (DATA / "spl_metformin.xml").read_bytes())])
+    assert len(report.docs) == 2 and not report.errors
+    mine = spaces.documents("u1")
+    assert {d.file_name for d in mine} == {"My hypertension notes.md", "label.xml"}  # never a kept or temp path
+    assert all(d.space == "user.u1" and not d.shared for d in mine)
+    assert "Test Hypertension Guideline" in {d.title for d in mine}
+    assert spaces.documents("u2") == []  # another doctor sees nothing of it
+    assert doctor_spaces(spaces.settings, "u1") == ["user.u1"] and doctor_spaces(spaces.settings, "u2") == []
+
+    shared = spaces.upload("u2", [("shared.html", (DATA / "guideline_small.html").read_bytes())], shared=True)
+    assert shared.kb == SHARED_SPACE and len(shared.docs) == 1
+    assert [d.shared for d in spaces.documents("u1")] == [False, False, True]
+    assert doctor_spaces(spaces.settings, "u1") == ["user.u1", SHARED_SPACE]
+
+    hits = spaces.kb.search("ambulatory blood pressure", "user.u1", 3)
+    assert hits and hits[0].title == "Test Hypertension Guideline" and hits[0].doc_id.startswith("my-hypertension-notes-")
+
+    label = next(d for d in mine if d.file_name == "label.xml")
+    assert spaces.delete("u1", label.doc_id) == label.n_chunks
+    assert [d.file_name for d in spaces.documents("u1", include_shared=False)] == ["My hypertension notes.md"]
+    with pytest.raises(NotFoundError):
+        spaces.delete("u2", mine[0].doc_id)  # not in u2's space
+    kept = list((spaces.files_root / "user.u1").glob("*/*"))
+    assert [p.name for p in kept] == ["My hypertension notes.md"]  # the label's original went too
+
+    again = spaces.reingest("u1")
+    assert again.docs == [d.doc_id for d in spaces.documents("u1", include_shared=False)] and not again.errors
+
+
+def test_an_upload_over_the_limit_is_refused_by_name(tmp_path: Path, embedder: Embedder, counter: E5TokenCounter) -> None:
+    settings = _settings(tmp_path)
+    spaces = DocumentSpaces(KnowledgeBase(settings, embedder, counter))
+    big = b"## A\n\n" + b"word " * (settings.ui.max_upload_mb * 1024 * 1024 // 5 + 10)
+    report = spaces.upload("u1", [("/tmp/casebook-upload-x/big.md", big)])
+    assert report.docs == [] and report.errors[0].source == "big.md"
+    assert f"{settings.ui.max_upload_mb} MB" in report.errors[0].error and "/tmp" not in report.errors[0].error
+
+
+@pytest.mark.slow
+def test_a_who_sized_user_document_survives_demo_rebuilds(
+    demo_kb_root: Path, tmp_path: Path, embedder: Embedder, counter: E5TokenCounter
+) -> None:
+    shutil.copytree(demo_kb_root / "indexes", tmp_path / "indexes", symlinks=True)
+    settings = _settings(tmp_path)
+    kb = KnowledgeBase(settings, embedder, counter)
+    source = read_source(GUIDELINE)
+    source.items = source.items * 4  # about 160 pages, the size of the WHO guideline that vanished
+    pdf = render_pdf(source, outline=False, metadata=False)
+    spaces = DocumentSpaces(kb)
+    report = spaces.upload("u7", [("WHO-sized guideline.pdf", pdf)])
+    assert len(report.docs) == 1 and report.chunks_added > 300
+    cli_doc = kb.ingest([DATA / "guideline_small.md"], "guideline", "guidelines")  # `kb ingest-guidelines`
+    demo_before = kb.stats()["guidelines"]["n_docs"] - 1
+
+    changed = _settings(tmp_path, chunk_overlap=40)  # a new chunking setting makes the demo stale
+    ensure_demo_kb(changed)  # what `python -m core setup`, `make run` and `kb build` do
+
+    after = KnowledgeBase(changed, embedder, counter)
+    docs = DocumentSpaces(after).documents("u7")
+    assert [(d.doc_id, d.n_chunks, d.title) for d in docs] == [
+        (report.docs[0], report.chunks_added, "Consolidated Demo Guideline on Tuberculosis and Community-Acquired "
+         "Pneumonia in Adults")
+    ]  # fmt: skip
+    guideline_ids = {d["doc_id"] for d in after.stats()["guidelines"]["documents"]}
+    assert cli_doc.docs[0] in guideline_ids and len(guideline_ids) == demo_before + 1
+    hits = after.search("co-trimoxazole preventive therapy HIV", "user.u7", 3)
+    assert hits and hits[0].section_title == "6.4 Co-trimoxazole preventive therapy"
+    assert after.search("ambulatory blood pressure", "guidelines", 1)[0].doc_id == cli_doc.docs[0]
