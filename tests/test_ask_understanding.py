@@ -58,6 +58,10 @@ def _doctor(rt: Runtime) -> int:
         ("wil the patient get better", "prediction"),
         ("wy are these cases simillar", "why_similar"),
         ("Summarise the clinical course of the matched cases.", "outcomes"),
+        ("any ICU admissions among the comparables?", "count"),
+        ("appendix perforated?", "count"),
+        ("new enhancing lesions vs last MRI?", "prior"),
+        ("what is a tension pneumothorax?", "general_knowledge"),
     ],
 )
 def test_intents_survive_shorthand_and_typos(question: str, intent: str) -> None:
@@ -75,6 +79,19 @@ def test_entities_abbreviations_typos_and_unknown_conditions() -> None:
     assert understand("What is the prognossis?").unknown == ()
     admission = understand("how many needed admission?").event
     assert admission is not None and admission.name == "admission"
+
+
+def test_measurements_and_grades_the_evidence_never_records(demo: Runtime) -> None:
+    from core.answer.service import answer_readonly
+
+    assert understand("BI-RADS category?").attributes == (("BI-RADS category", "bi-rads"),)
+    assert understand("is this a big ptx").attributes == (("Size or measurement", "measur"),)
+    _, res = answer_readonly(demo, scan_of(demo, "ananya.iyer"), "BI-RADS category?")
+    assert res.answer.answer == INSUFFICIENT_DATA and res.reason is not None
+    assert res.reason.startswith("BI-RADS category is not mentioned")
+    # the prior report of the MS patient does say "No enhancement.": that is evidence, so it is answered
+    _, prior = answer_readonly(demo, scan_of(demo, "hannah.schmidt"), "new enhancing lesions vs last MRI?")
+    assert prior.intent == "prior" and "2026-10-19" in prior.answer.answer
 
 
 def _result(outcomes: list[str], severities: list[str]) -> BundleResult:

@@ -91,7 +91,8 @@ def absent_names(u: Understanding, facts: AnswerFacts) -> list[str]:
         for e in u.entities
         if e.name.lower() != facts.ai_diagnosis.lower() and not any(t in text for t in e.evidence)
     ]
-    return missing + [w for w in u.unknown if w not in text]
+    missing += [w for w in u.unknown if w not in text]
+    return missing + [label for label, stem in u.attributes if stem not in text]
 
 
 def _head(f: AnswerFacts) -> str:

@@ -101,7 +101,8 @@ _CUES: tuple[tuple[Intent, str], ...] = (
         "general_knowledge",
         r"\b(literature|studies (?:show|say|suggest)|research|study shows?|published|trials?|guidelines?|in general|general population|"
         r"incidence|prevalence|sensitivity|specificity|pathophysiology|aetiology|etiology|epidemiology|"
-        r"worldwide|globally|nationally|textbook|evidence says|what causes)\b",
+        r"worldwide|globally|nationally|textbook|evidence says|what causes|define|definition of|"
+        r"what (?:is|are) (?:a|an) (?!good|close|similar)\w+|what does \w+ mean)\b",
     ),
     (
         "prediction",
@@ -115,7 +116,8 @@ _CUES: tuple[tuple[Intent, str], ...] = (
     ),
     (
         "prior",
-        r"\b(prior|previous\w*|before|earlier|last (?:time|scan|study|imaging|report|exam)|interval|"
+        r"\b(prior|previous\w*|before|earlier|last (?:time|scan|study|imaging|report|exam|mri|ct|cxr|x-ray|film|visit)|"
+        r"interval|"
         r"since (?:the )?last|old report|baseline|getting worse|change since|change from)\b",
     ),
     (
@@ -139,6 +141,34 @@ _CUES: tuple[tuple[Intent, str], ...] = (
         r"recover\w*|surviv\w*|follow-up|fare|end(?:ed)? up|results?)\b",
     ),
 )
+# Measurements, grades and scores no bundle records (the evidence has diagnoses, outcomes, severities, reports).
+_ATTRIBUTE = re.compile(
+    r"\b(size|how big|how large|big|large|diameter|measure\w*|volume|\d+ ?(?:mm|cm)|bi-?rads|gleason|breslow|"
+    r"tnm|stag(?:e|ing)|grade|grading|ki-?67|enhanc\w*|lesion load|cup-to-disc ratio)\b"
+)
+_ATTRIBUTE_LABELS = (
+    ("bi-r", "BI-RADS category", "bi-rads"),
+    ("birad", "BI-RADS category", "birads"),
+    ("gleason", "Gleason score", "gleason"),
+    ("breslow", "Breslow thickness", "breslow"),
+    ("tnm", "TNM stage", "tnm"),
+    ("stag", "Stage", "stage"),
+    ("grad", "Grade", "grade"),
+    ("ki", "Ki-67", "ki-67"),
+    ("enhanc", "Enhancement", "enhanc"),
+    ("lesion load", "Lesion load", "lesion load"),
+    ("cup", "Cup-to-disc ratio", "cup-to-disc"),
+)
+
+
+def _attribute_label(word: str) -> tuple[str, str]:
+    """(label for the reason sentence, stem to look up in the evidence) of a measurement word."""
+    for prefix, label, stem in _ATTRIBUTE_LABELS:
+        if word.startswith(prefix):
+            return label, stem
+    return "Size or measurement", "measur"
+
+
 _DISEASE_SHAPE = re.compile(
     r"\b([a-z]+ )?([a-z]{4,}(?:itis|oma|osis|opathy|aemia|emia|ectasis|plasia))\b|"
     r"\b([a-z]+(?: [a-z]+)?) (syndrome|disease|disorder)\b"
@@ -166,6 +196,7 @@ class Understanding:
     unknown: tuple[str, ...] = ()
     event: Event | None = None
     severity: str | None = None
+    attributes: tuple[tuple[str, str], ...] = ()  # (label, stem looked up in the evidence)
     corrected: dict[str, str] = field(default_factory=dict)
 
 
@@ -266,6 +297,12 @@ def understand(question: str) -> Understanding:
             intent = name
             break
     found, unknown = _entities(question, text)
+    event = _event(text)
+    if intent in {"summary", "outcomes", "differential"} and event is not None and not found:
+        intent = "count"  # "any ICU admissions?", "appendix perforated?": how many cases record the event
+    attributes: tuple[tuple[str, str], ...] = ()
+    if (m := _ATTRIBUTE.search(text)) and intent not in {"treatment", "general_knowledge", "why_similar"}:
+        attributes = (_attribute_label(m.group(0)),)  # a measurement or grade: absent unless the evidence has it
     severity = next((s for s in SEVERITIES if re.search(rf"\b{s}\b", text)), None)
     if severity in {"high", "low", "moderate"} and not re.search(r"\bsever\w*\b", text):
         severity = None
@@ -274,7 +311,8 @@ def understand(question: str) -> Understanding:
         text=text,
         entities=tuple(found),
         unknown=tuple(unknown),
-        event=_event(text),
+        event=event,
+        attributes=attributes,
         severity=severity,
         corrected=corrected,
     )
