@@ -23,6 +23,7 @@ SECTIONS: dict[str, list[tuple[str, str, str]]] = {
         ("pages/similar_cases.py", "Similar Cases", "🧭"),
         ("pages/patient_explorer.py", "Patient Explorer", "🗺️"),
         ("pages/report_draft.py", "Report Draft", "📝"),
+        ("pages/import_images.py", "Import images", "📥"),
     ],
     "Knowledge": [
         ("pages/guideline_qa.py", "Guideline QA", "📚"),

@@ -4,7 +4,8 @@ A doctor opens the COPD patient's newest scan, sees its image, changes the windo
 (preset), scrolls the series, compares with the prior scan (same window, same
 relative slice), opens a similar case's thumbnail large, and finds a real
 multi-frame DICOM series (the ultrasound cine from pydicom's test files) on an
-abdomen scan. A patient sees their own image and no AI reading. Screenshots go to
+abdomen scan, and imports a real DICOM file through the Import images page.
+A patient sees their own image and no AI reading. Screenshots go to
 docs/screenshots/imaging/ (committed: docs/IMAGING.md shows them).
 """
 
@@ -21,6 +22,7 @@ import pytest
 from core.runtime import open_runtime
 from core.settings import REPO_ROOT
 from tests.conftest import make_settings, scan_of
+from tests.imaging_support import packaged
 from tests.test_app_support import CHROMIUM, CHROMIUM_ARGS, free_port, log_in, start_server, stop_server, wait_healthy
 
 pytestmark = [
@@ -136,12 +138,28 @@ def test_viewer_window_scroll_prior_and_neighbour(server: tuple[str, Path]) -> N
             page.keyboard.press("Escape")
             expect(dialog).to_have_count(0)
 
+            # a doctor imports a real DICOM file through the page, then opens the new scan
+            page.get_by_role("link", name="Import images").click()
+            expect(page.get_by_role("heading", name="Import images")).to_be_visible()
+            page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(packaged("CT_small.dcm")))
+            expect(page.get_by_text("CT_small.dcm")).to_be_visible()
+            page.get_by_role("combobox", name="Anatomy").click()
+            page.get_by_role("option", name="abdomen", exact=True).click()
+            page.get_by_role("button", name="Import").click()
+            expect(page.get_by_text("Imported 1 file(s) as 1 scan(s).")).to_be_visible()
+            expect(page.get_by_text("no embedding", exact=False)).to_be_visible()
+            _shot(page, "06-import-page.png")
+            page.get_by_role("link", name="Open the abdomen scan", exact=False).click()
+            expect(page.locator(".st-key-viewer").get_by_text("Current · auto window")).to_be_visible()
+            expect(page.get_by_role("combobox", name="Patient")).to_have_value(re.compile(r"^Imported patient [0-9A-F]{6}$"))
+            expect(page.locator(".st-key-viewer").get_by_text("Awaiting AI reading")).to_be_visible()
+
             # a patient sees their own image, no AI reading
             page.get_by_role("button", name="Log out").click()
             log_in(page, base, "rahul.mehta")
             expect(page.locator(viewer_img).first).to_be_visible()
             expect(page.locator(".st-key-viewer").get_by_text("AI reading")).to_have_count(0)
-            _shot(page, "06-patient-view.png")
+            _shot(page, "07-patient-view.png")
         except Exception:
             FAILURES.mkdir(parents=True, exist_ok=True)  # git-ignored, like tests/test_browser.py's artifacts
             page.screenshot(path=str(FAILURES / "imaging-failure.png"))

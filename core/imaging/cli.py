@@ -44,7 +44,7 @@ def _import(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``import-dicom``."""
     p = sub.add_parser(
         "import-dicom",

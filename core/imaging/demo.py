@@ -150,8 +150,9 @@ def attach_demo_images(settings: Settings, db: Database, *, progress: Callable[[
         for scan_id, anatomy, patient in scans:
             nth = seen[(patient, anatomy)] = seen.get((patient, anatomy), -1) + 1
             picks = [(assets[(anatomy, nth % VARIANTS)], "demo-synthetic")]
-            if real.get(anatomy) is not None:
-                picks.append((real[anatomy], "demo-dicom"))
+            extra = real.get(anatomy)
+            if extra is not None:
+                picks.append((extra, "demo-dicom"))
             for asset, kind in picks:
                 sid, iid = sid + 1, iid + 1
                 series.append(_series_row(sid, asset, kind, scan_id=scan_id))

@@ -103,9 +103,10 @@ def case_thumbnails(db: Database, case_ids: list[str]) -> dict[str, SeriesView]:
             .where(ImageSeries.case_id.in_(case_ids))
             .order_by(ImageSeries.id)
         ).all()
-    first = {}
+    first: dict[str, int] = {}
     for case_id, sid in pairs:
-        first.setdefault(case_id, sid)
+        if case_id is not None:
+            first.setdefault(case_id, sid)
     views = {v.id: v for v in _views(db, ImageSeries.id.in_(list(first.values())))}
     for case_id, sid in first.items():
         if sid in views:
