@@ -144,8 +144,8 @@ def show_result(result: QAResult) -> None:
         st.json([s.model_dump() for s in result.trace.steps], expanded=False)
 
 
-def ask_panel(settings: str, kbs: dict[str, Any]) -> None:
-    """The question form and the last answer."""
+def ask_panel(settings: str, kbs: dict[str, Any], spaces: tuple[str, ...] = ()) -> None:
+    """The question form and the last answer; ``spaces`` are the doctor's document spaces (searched too)."""
     if not (kbs.get("guidelines", {}).get("exists") or kbs.get("druglabels", {}).get("exists")):
         st.info(
             "No guideline or drug-label knowledge base is built yet. Run `python -m core setup` "
@@ -158,6 +158,14 @@ def ask_panel(settings: str, kbs: dict[str, Any]) -> None:
         list(ROUTES),
         key="guideline-route",
         help="Automatic: the router picks guidelines, drug labels or both from the question's wording.",
+    )
+    only_mine = st.toggle(
+        "Search my documents only",
+        key="guideline-only-mine",
+        disabled=not spaces,
+        help="Your documents (and the shared space) are searched with the curated bases; this searches only them."
+        if spaces
+        else "Add documents under My documents first.",
     )
     with st.form("guideline-ask"):
         question = st.text_area(
@@ -174,7 +182,9 @@ def ask_panel(settings: str, kbs: dict[str, Any]) -> None:
         else:
             try:
                 with st.spinner("Retrieving and checking evidence…"):
-                    st.session_state[RESULT_KEY] = qa_for(settings).answer(question.strip(), route=ROUTES[choice])
+                    st.session_state[RESULT_KEY] = qa_for(settings).answer(
+                        question.strip(), route=ROUTES[choice], spaces=spaces, only_spaces=only_mine and bool(spaces)
+                    )
             except CasebookError as exc:
                 show_error("Guideline QA failed", exc)
                 return

@@ -183,7 +183,7 @@ def test_guideline_qa_knowledge_base_selector_restricts_the_route(kb_env: Path, 
 
 def test_guideline_qa_search_tab_and_empty_user_kb(kb_env: Path, demo: Runtime) -> None:
     at = page("guideline_qa", user_of(demo, "dr.chen")).run()
-    assert "Your knowledge base is empty" in texts(at)
+    assert "You have no documents yet" in texts(at)  # pages/_mydocs.py empty state
     at.selectbox(key="kb-search-kb").select("druglabels").run()
     at.text_input(key="kb-search-q").input("rifampicin hepatotoxicity").run()
     assert not at.exception and "score" in texts(at)
