@@ -46,6 +46,28 @@ def _ingest_realistic(args: argparse.Namespace) -> int:
     return 1 if any(r.errors for r in reports) else 0
 
 
+def _docs(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from core.cli import emit
+    from core.kb.spaces import DocumentSpaces
+
+    spaces = DocumentSpaces(_kb(args))
+    if args.docs_command == "list":
+        emit([vars(d) for d in spaces.documents(args.owner)], args.json)
+        return 0
+    if args.docs_command == "add":
+        report = spaces.upload(args.owner, [(Path(p).name, Path(p).read_bytes()) for p in args.paths], args.shared)
+        emit(report.to_json(), args.json)
+        return 1 if report.errors and not report.docs else 0
+    if args.docs_command == "delete":
+        removed = spaces.delete(args.owner, args.doc_id, args.shared)
+        emit({"deleted": args.doc_id, "chunks_removed": removed}, args.json)
+        return 0
+    emit(spaces.reingest(args.owner, args.shared).to_json(), args.json)
+    return 0
+
+
 def _search(args: argparse.Namespace) -> int:
     from core.cli import emit
 
@@ -172,9 +194,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="Print the reports as JSON.")
     p.set_defaults(func=_ingest_realistic)
 
-    p = kbsub.add_parser("search", help="Search one knowledge base.")
+    docs = kbsub.add_parser("docs", help="A doctor's document space (and the shared one): list, add, delete, reingest.")
+    docsub = docs.add_subparsers(dest="docs_command", required=True)
+    for name, what in (("list", "List documents by title (own, then shared)."), ("add", "Add files to the space."),
+                       ("delete", "Delete one document (by doc_id)."), ("reingest", "Parse the kept files again.")):  # fmt: skip
+        p = docsub.add_parser(name, help=what)
+        p.add_argument("--owner", required=True, help="Owner key: u<user id> (see core.kb.spaces.owner_key).")
+        if name == "add":
+            p.add_argument("paths", nargs="+", help="Files (Markdown, HTML, PDF, SPL XML, zip).")
+        if name == "delete":
+            p.add_argument("doc_id")
+        if name != "list":
+            p.add_argument("--shared", action="store_true", help="The shared space instead of the owner's own.")
+        p.add_argument("--json", action="store_true", help="Print JSON.")
+        p.set_defaults(func=_docs)
+
+    p = kbsub.add_parser("search", help="Search one knowledge base or document space (user.u<id>).")
     p.add_argument("query")
-    p.add_argument("--kb", choices=KB_NAMES, required=True)
+    p.add_argument("--kb", required=True, help=f"One of {', '.join(KB_NAMES)}, or a document space user.u<id>.")
     p.add_argument("--top-k", type=int, default=None, help="Hits to return (default kb.top_k).")
     p.add_argument("--mode", choices=("hybrid", "dense", "bm25"), default="hybrid")
     p.add_argument("--json", action="store_true", help="Print hits as JSON.")
