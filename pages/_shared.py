@@ -20,6 +20,24 @@ if TYPE_CHECKING:
     from core.llm.base import LLM
     from core.runtime import Runtime
 
+def _route_through_app() -> bool:
+    """Make every later run go through ``app.py``'s ``st.navigation``; True if this process had not yet.
+
+    Until a process first runs ``st.navigation``, Streamlit treats a ``pages/``
+    folder as an old-style multipage app: the first request of a fresh server
+    for a deep link (``/report_draft``) would run that page file directly,
+    skipping the session check, with the raw file list as navigation.
+    """
+    try:
+        from streamlit.runtime.pages_manager import PagesManager
+    except ImportError:  # pragma: no cover - a Streamlit without it has no pages-directory mode
+        return False
+    first = PagesManager.uses_pages_directory is True
+    PagesManager.uses_pages_directory = False
+    return first
+
+
+_REROUTE = _route_through_app()
 DRAFT_NOTICE = "AI output is a draft for review. Nothing is part of the record until a doctor signs it."
 DEMO_NOTICE = "Demo data: invented patients and cases, not for clinical use."
 USER_KEY = "user"
@@ -216,6 +234,10 @@ def _client_address() -> str | None:
 
 def require_user(*, doctor: bool = False) -> CurrentUser:
     """The signed-in user; shows the log-in form instead when nobody is signed in."""
+    global _REROUTE
+    if _REROUTE:  # this run may have skipped app.py (see _route_through_app): run again through it
+        _REROUTE = False
+        st.rerun()
     user = current_user()
     if user is None:
         login_form()
