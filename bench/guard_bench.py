@@ -9,32 +9,41 @@ the reasons counted.
 Safety: the hostile sentences of tests/test_hostile_guard.py, checked against
 each demo bundle that answers, must all be dropped.
 
-Run: ``PYTHONPATH=. python bench/guard_bench.py`` (seeds a demo database in a temp folder,
-about two minutes on two shared cores).
+With ``--llm N`` the configured model (``llm.backend``, default the local
+llama.cpp model) also answers the first N cited questions (spread over the
+scans), and the guard's verdict on each of its sentences is counted and listed.
+
+Run: ``PYTHONPATH=. python bench/guard_bench.py [--llm 12]`` (seeds a demo database in a temp
+folder, about two minutes on two shared cores; the model adds 20-60 s per answer on one thread).
 """
 
 from __future__ import annotations
 
+import argparse
 import collections
 import json
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import select
 
 from core.answer.guard import enforce, split_sentences
+from core.answer.prompt import ask_messages
 from core.answer.service import answer_readonly
 from core.demo.seed import seed_demo
-from core.runtime import open_runtime
+from core.errors import CasebookError
+from core.llm.factory import make_llm
+from core.runtime import Runtime, open_runtime
 from core.settings import load_settings
 from core.store.models import Scan, User
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _scan(rt: object, username: str, index: int) -> str:
-    with rt.db.read_only() as s:  # type: ignore[attr-defined]
+def _scan(rt: Runtime, username: str, index: int) -> str:
+    with rt.db.read_only() as s:
         ids = s.scalars(
             select(Scan.id)
             .join(User, User.id == Scan.patient_id)
@@ -46,6 +55,9 @@ def _scan(rt: object, username: str, index: int) -> str:
 
 def main() -> None:
     """Seed, answer, guard, print."""
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--llm", type=int, default=0, help="also guard the configured model's answers to N questions")
+    args = ap.parse_args()
     items = json.loads((ROOT / "tests" / "data" / "doctor_questions.json").read_text())["items"]
     from tests.test_hostile_guard import (  # the hostile lists live with their tests
         DIAGNOSIS_CASES,
@@ -60,7 +72,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         settings = load_settings(
-            "test", paths={"data_dir": root / "data", "index_dir": root / "indexes", "model_dir": root / "models"}
+            "test", paths={"data_dir": root / "data", "index_dir": root / "indexes"}
         )
         rt = open_runtime(settings)
         seed_demo(rt.settings, rt.db)
@@ -84,6 +96,7 @@ def main() -> None:
                 hostile_checked += 1
                 hostile_kept += bool(enforce(text.replace("HC-00012", a).replace("HC-00004", b), result).kept)
         elapsed = time.perf_counter() - started
+        model_lines = _model_run(rt, items, args.llm) if args.llm else []
         rt.db.dispose()
     load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     print(f"answers with citations: {answers} of {len(items)} questions")
@@ -91,6 +104,47 @@ def main() -> None:
     print(f"drop reasons: {dict(reasons.most_common())}")
     print(f"hostile sentences kept: {hostile_kept} of {hostile_checked}")
     print(f"{elapsed:.1f} s for answering and guarding; load average {load} (2 shared cores)")
+    print("\n".join(model_lines))
+
+
+def _model_run(rt: Runtime, items: list[dict[str, Any]], n: int) -> list[str]:
+    """Guard the configured model's answers to ``n`` cited questions, one per scan first."""
+    llm = make_llm(rt.settings)
+    if llm is None:
+        return ["no model configured (llm.backend is extractive)"]
+    picked: list[dict[str, Any]] = []
+    seen: set[tuple[object, object]] = set()
+    for item in items:  # one question per scan first, so the sample spans anatomies
+        if (item["user"], item["scan"]) not in seen and item["split"] == "test":
+            seen.add((item["user"], item["scan"]))
+            picked.append(item)
+    lines: list[str] = []
+    kept = total = answers_kept = 0
+    reasons: collections.Counter[str] = collections.Counter()
+    for item in picked[:n]:
+        result, res = answer_readonly(rt, _scan(rt, str(item["user"]), int(item["scan"])), str(item["question"]))
+        if result.bundle is None or not res.answer.citedCaseIds:
+            continue
+        started = time.perf_counter()
+        try:
+            text = llm.chat(ask_messages(result, str(item["question"]))).text
+        except CasebookError as exc:  # a slow machine: count it and go on
+            lines.append(f"- {item['id']} model failed: {type(exc).__name__}")
+            continue
+        report = enforce(text, result)
+        kept += len(report.kept)
+        total += len(report.kept) + len(report.removed)
+        answers_kept += bool(report.kept and report.cited)
+        reasons.update(r.split(":")[0] for _, r in report.removed)
+        lines.append(f"- {item['id']} ({time.perf_counter() - started:.0f} s) {item['question']}")
+        lines += [f"    kept: {k}" for k in report.kept]
+        lines += [f"    DROPPED ({why}): {sentence}" for sentence, why in report.removed]
+    head = [
+        f"model {llm.backend}/{llm.model}: {answers_kept} answers usable (kept text with a citation) of "
+        f"{len([ln for ln in lines if ln.startswith('- ')])}; sentences kept {kept} of {total}",
+        f"model drop reasons: {dict(reasons.most_common())}",
+    ]
+    return head + lines
 
 
 if __name__ == "__main__":

@@ -147,6 +147,17 @@ def test_names_come_from_the_user_table(llm_rt: Runtime) -> None:
     assert "nair" not in egress.text("Priya Nair").casefold()
 
 
+def test_a_user_added_later_is_scrubbed_after_the_refresh(llm_rt: Runtime) -> None:
+    settings = llm_rt.settings.model_copy(
+        update={"privacy": llm_rt.settings.privacy.model_copy(update={"names_refresh_s": 0.0})}
+    )
+    egress = Egress.from_settings(settings)
+    assert "Zebulon" in egress.text("Zebulon Quark")
+    with llm_rt.db.session() as s:
+        s.add(User(username="zebulon.quark", display_name="Zebulon Quark", role="patient"))
+    assert egress.text("Seen: Zebulon Quark.") == "Seen: [NAME]."
+
+
 # -- what comes back -------------------------------------------------------------------------------------------
 HOSTILE_BODY = "Upstream failure, see our [status page](http://evil.example/x) for Rahul Mehta"
 
