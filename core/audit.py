@@ -145,7 +145,7 @@ def record_in(
     if not _EVENT_SHAPED.match(event):
         raise ValueError(f"audit event {event!r} is not an event name (lower-case letters, digits, '._-')")
     is_sqlite = session.get_bind().dialect.name == "sqlite"
-    head = AuditHead.__table__
+    head = AuditHead.metadata.tables["audit_head"]
     seed = (sqlite_insert if is_sqlite else pg_insert)(head).values(id=1, seq=0, last_hash=GENESIS)
     session.execute(seed.on_conflict_do_nothing())
     # the lock: SQLite's write lock / PostgreSQL's row lock on the head, held until commit

@@ -236,7 +236,8 @@ def visible_scans(db: Database, user: CurrentUser) -> list[ScanRow]:
         rows = s.execute(q.add_columns(signed).where(Scan.patient_id == user.id)).all()
     # a patient's list never carries the unsigned AI reading or its confidence
     return [
-        ScanRow(*row[:5], SIGNED_REPORT if row[8] else AWAITING_REVIEW, 0.0, row[7], ai_visible=False) for row in rows
+        ScanRow(row[0], row[1], row[2], row[3], row[4], SIGNED_REPORT if row[8] else AWAITING_REVIEW, 0.0, row[7], False)
+        for row in rows
     ]
 
 

@@ -71,8 +71,7 @@ def resolve_session(
     if t - last_seen >= _TOUCH_EVERY_S:
         with db.session() as s:
             s.execute(update(UserSession).where(UserSession.id == sid).values(last_seen_at=t))
-    role = "doctor" if user.role == "doctor" else "patient"
-    return CurrentUser(user.id, role, user.display_name)
+    return CurrentUser(user.id, "doctor" if user.role == "doctor" else "patient", user.display_name)
 
 
 def revoke_session(db: Database, token: str | None, *, now: float | None = None) -> bool:
