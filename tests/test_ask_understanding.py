@@ -245,3 +245,15 @@ def test_the_model_is_given_the_computed_facts_without_dates(fresh: Runtime, llm
     sent = llm_server.requests[-1].text()
     assert "FACTS:" in sent and "Compared with the signed prior report of an earlier date" in sent
     assert "2025-11-07" not in sent and "2024-11-12" not in sent
+
+
+def test_a_stream_left_early_still_answers_the_question(fresh: Runtime, llm_server: FakeLLMServer) -> None:
+    rt = open_runtime(make_settings(fresh.settings.paths.data_dir.parent, llm=llm_server.llm_overrides("openai")))
+    sid, doc = scan_of(rt, "li.wei"), _doctor(rt)
+    events = stream_answer(rt, sid, "What is the prognosis?", doc, make_llm(rt.settings))
+    assert next(events).kind == "instant" and history(rt.db, sid, doc)[-1]["pending"]
+    events.close()  # what a page rerun does to the generator while the model writes
+    last = history(rt.db, sid, doc)[-1]
+    assert not last["pending"] and last["citedCaseIds"]  # the instant answer stands, the question is answered
+    ask_question(rt, sid, "How severe were the similar cases?", doc)  # and the next question is accepted
+    assert [m["role"] for m in history(rt.db, sid, doc)] == ["user", "assistant"] * 2

@@ -214,27 +214,42 @@ def ask_question(rt: Runtime, scan_id: str, question: str, doctor_id: int, llm: 
 def stream_answer(
     rt: Runtime, scan_id: str, question: str, doctor_id: int, llm: LLM | None = None
 ) -> Iterator[AskEvent]:
-    """Yield the instant answer, then LLM text deltas, then the final guarded answer."""
+    """Yield the instant answer, then LLM text deltas, then the final guarded answer.
+
+    The question is stored before the first event. If the consumer stops early (a page rerun
+    while the model writes), the pending answer is completed with the instant one, so the
+    question is never left unanswered in the history.
+    """
     started = time.monotonic()
     q, result, instant, pending = _prepare(rt, scan_id, question, doctor_id)
-    yield AskEvent("instant", instant.answer.answer, instant)
-    if instant.path == "fixed" or llm is None:
-        _finish(rt, scan_id, doctor_id, pending, instant, None, None)
-        yield AskEvent("final", result=instant)
-        return
-    messages = ask_messages(result, q, instant.answer.answer)
-    parts: list[str] = []
-    final: AskResult | None = None
+    done = False
     try:
-        for delta in llm.stream(messages):
-            parts.append(delta)
-            yield AskEvent("delta", delta)
-            if time.monotonic() - started > rt.settings.ask.llm_budget_s:
-                final = replace(instant, path="extractive", reason="the model was slower than its time budget")
-                break
-    except CasebookError as exc:
-        final = replace(instant, path="extractive", reason=f"the model failed: {exc}")
-    if final is None:
-        final = _from_guard(rt, result, enforce("".join(parts), result), instant, started)
-    _finish(rt, scan_id, doctor_id, pending, final, llm.backend, prompt_hash(messages))
-    yield AskEvent("final", result=final)
+        yield AskEvent("instant", instant.answer.answer, instant)
+        if instant.path == "fixed" or llm is None:
+            _finish(rt, scan_id, doctor_id, pending, instant, None, None)
+            done = True
+            yield AskEvent("final", result=instant)
+            return
+        messages = ask_messages(result, q, instant.answer.answer)
+        parts: list[str] = []
+        final: AskResult | None = None
+        try:
+            for delta in llm.stream(messages):
+                parts.append(delta)
+                yield AskEvent("delta", delta)
+                if time.monotonic() - started > rt.settings.ask.llm_budget_s:
+                    final = replace(instant, path="extractive", reason="the model was slower than its time budget")
+                    break
+        except CasebookError as exc:
+            final = replace(instant, path="extractive", reason=f"the model failed: {exc}")
+        if final is None:
+            final = _from_guard(rt, result, enforce("".join(parts), result), instant, started)
+        _finish(rt, scan_id, doctor_id, pending, final, llm.backend, prompt_hash(messages))
+        done = True
+        yield AskEvent("final", result=final)
+    finally:
+        if not done:
+            stopped = instant if instant.path == "fixed" or llm is None else replace(
+                instant, path="extractive", reason="the question was interrupted before the model finished"
+            )
+            _finish(rt, scan_id, doctor_id, pending, stopped, llm.backend if llm else None, None)
