@@ -9,6 +9,7 @@ overwrite another's draft. Tampering that bypasses the triggers is caught by
 
 from __future__ import annotations
 
+import uuid
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -207,3 +208,37 @@ def test_verify_catches_a_rewrite_that_bypassed_the_triggers(rw: Runtime, backen
 def test_seeded_reports_verify(rw: Runtime) -> None:
     result = verify_reports(rw.db)
     assert result.ok and result.checked > 0 and result.chains > 0
+
+
+def test_a_separate_app_role_has_no_update_or_delete_on_the_record(rw: Runtime, backend: str) -> None:
+    if backend != "postgres":
+        pytest.skip("roles are a PostgreSQL feature; on SQLite the triggers alone guard the record")
+    from core.store.roles import app_role_sql
+
+    rid, original = _signed(rw)
+    role = f"cbt_app_{uuid.uuid4().hex[:8]}"
+    with rw.db.engine.begin() as c:
+        c.execute(text(f"CREATE ROLE {role} NOLOGIN"))
+        for stmt in app_role_sql(role):
+            c.execute(text(stmt))
+    try:
+        for statement in (
+            f"UPDATE reports SET findings = 'as the app' WHERE id = {rid}",
+            f"DELETE FROM reports WHERE id = {rid}",
+            "DELETE FROM audit_log",
+            "ALTER TABLE reports DISABLE TRIGGER reports_signed_immutable",
+        ):
+            with pytest.raises(DBAPIError) as refused, rw.db.engine.begin() as c:
+                c.execute(text(f"SET LOCAL ROLE {role}"))
+                c.execute(text(statement))
+            # 42501 insufficient_privilege, 42501/42P01 for ALTER by a non-owner: refused before any trigger
+            assert getattr(refused.value.orig, "sqlstate", None) == "42501", statement
+        with rw.db.engine.begin() as c:  # what the app does still works under the role
+            c.execute(text(f"SET LOCAL ROLE {role}"))
+            assert c.execute(text("SELECT count(*) FROM reports")).scalar()
+            c.execute(text("UPDATE report_drafts SET version = version WHERE false"))
+    finally:
+        with rw.db.engine.begin() as c:
+            c.execute(text(f"DROP OWNED BY {role}"))
+            c.execute(text(f"DROP ROLE {role}"))
+    assert _findings(rw, rid) == original

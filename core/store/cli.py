@@ -1,4 +1,4 @@
-"""``python -m core reports verify`` and ``python -m core audit verify``: check the hash chains.
+"""``python -m core reports verify`` / ``audit verify`` (the hash chains) and ``store app-role`` (PostgreSQL grants).
 
 Both exit 0 when every row verifies and 1 (with the problems listed) when one
 does not, so a cron job or CI step can alarm on tampering.
@@ -50,13 +50,35 @@ def _audit_verify(args: argparse.Namespace) -> int:
     return 0 if result.ok else 1
 
 
+def _app_role(args: argparse.Namespace) -> int:
+    from sqlalchemy import text
+
+    from core.store.roles import app_role_sql
+
+    statements = app_role_sql(args.role)
+    if args.apply:
+        db = _db(args)
+        try:
+            if db.is_sqlite:
+                print("SQLite has no roles; the triggers alone guard the record there.")
+                return 0
+            with db.engine.begin() as c:
+                for stmt in statements:
+                    c.execute(text(stmt))
+        finally:
+            db.dispose()
+    for stmt in statements:
+        print(stmt + ";")
+    return 0
+
+
 def _lines(what: str, checked: int, problems: list[str]) -> list[str]:
     head = f"{checked} {what} checked: " + ("all verify" if not problems else f"{len(problems)} problem(s)")
     return [head, *(f"  - {p}" for p in problems)]
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``reports verify`` and ``audit verify``."""
+    """Add ``reports verify``, ``audit verify`` and ``store app-role``."""
     for name, func, helptext in (
         ("reports", _reports_verify, "Signed reports: verify every version's sha256 and amendment chain."),
         ("audit", _audit_verify, "Audit log: verify the hash chain from the first row to the head."),
@@ -66,3 +88,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         v = verbs.add_parser("verify", help=helptext)
         v.add_argument("--json", action="store_true", help="Print one JSON document.")
         v.set_defaults(func=func)
+    p = sub.add_parser("store", help="Relational store administration.")
+    verbs = p.add_subparsers(dest="store_command", required=True)
+    r = verbs.add_parser(
+        "app-role",
+        help="PostgreSQL: grants for a separate app role without UPDATE/DELETE on reports and audit_log.",
+    )
+    r.add_argument("role", help="The role the app connects as (it must exist).")
+    r.add_argument("--apply", action="store_true", help="Run the statements as the configured connection.")
+    r.set_defaults(func=_app_role)
