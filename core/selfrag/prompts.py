@@ -31,9 +31,11 @@ __all__ = [
     "paragraph_block",
 ]
 
+# No example letter: with "for example 'B. Rifampicin'" the default 1.5B model answered B on 4 of 5 demo
+# MedQA questions (0 correct), once copying "B. Rifampicin" itself; without it 2 of 5 were right.
 MCQ_INSTRUCTION = (
-    "Given the answer candidates, choose the best answer choice. Reply with the letter and the option text "
-    "first, for example 'B. Rifampicin', then one or two sentences of explanation."
+    "Given the answer candidates, choose the best answer choice. Start your reply with the letter of your "
+    "choice and its option text, then give one or two sentences of explanation."
 )
 
 JUDGE_SYSTEM = "You are a strict medical evidence judge. Answer with a single word or digit."
