@@ -87,7 +87,7 @@ class _Walker(HTMLParser):
         if tag == "tr":
             self._close_row()
             self.row = []
-        buffer = [] if tag in _BLOCKS or tag in _HEADS else None
+        buffer: list[str] | None = [] if tag in _BLOCKS or tag in _HEADS else None
         self.stack.append((tag, buffer))
         self.open[tag] += 1
         if tag in _SKIP:

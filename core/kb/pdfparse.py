@@ -169,8 +169,8 @@ def pdf_blocks(
     pending = list(outline)
     for number, lines in enumerate(kept):
         while pending and pending[0][0] < number:  # bookmarks whose title was not found in the text
-            _, level, name = pending.pop(0)
-            heads.push(level, name)
+            _, depth, name = pending.pop(0)
+            heads.push(depth, name)
         para: list[str] = []
         merged = _merge_heading_lines(lines, body, top if number == 0 else 0.0)
         for line, is_big in merged:

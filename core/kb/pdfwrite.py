@@ -131,7 +131,7 @@ class _Doc:
         org = str(src.meta.get("organisation") or "")
         year = str(src.meta.get("year") or "")
 
-        class _Pdf(FPDF):  # type: ignore[misc]
+        class _Pdf(FPDF):
             def header(self) -> None:
                 if self.page_no() == 1:
                     return

@@ -40,7 +40,8 @@ def _uid(drug: str, n: int) -> str:
 
 class _Writer:
     def __init__(self, head: dict[str, str]) -> None:
-        self.head, self.out, self.n = head, [], 0
+        self.head, self.n = head, 0
+        self.out: list[str] = []
         self.open_section = 0  # 0 none, 1 top-level open, 2 subsection open
         self.text_open = False
         self.para: list[str] = []
