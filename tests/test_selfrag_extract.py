@@ -73,7 +73,8 @@ def test_table_covers_every_pattern_with_a_frozen_split() -> None:
     rows = _rows("all")
     assert len(rows) >= 300
     test = [r for r in rows if r["split"] == "test"]
-    assert 0.25 <= len(test) / len(rows) <= 0.35  # the seeded 30% held out while the extractor was tuned
+    frozen = [r for r in rows if r["split"] in {"dev", "test"}]
+    assert 0.25 <= len(test) / len(frozen) <= 0.35  # the seeded 30% held out while the extractor was tuned
     patterns = {r["pattern"] for r in rows}
     for needed in ("json_letter_text", "json_paren_text", "final_over_hypothetical", "text_word_boundary",
                    "text_duplicate", "no_answer", "two_letters", "article_a"):  # fmt: skip
@@ -85,6 +86,12 @@ def test_agreement_on_the_held_out_split_is_at_least_99_percent() -> None:
     rows = _rows("test")
     wrong = [(r["id"], r["expected"]) for r in rows if extract_letter(r["text"], r["options"]) != r["expected"]]
     assert 1 - len(wrong) / len(rows) >= 0.99, wrong
+
+
+def test_agreement_on_phrasings_written_after_the_freeze() -> None:
+    rows = _rows("fresh")
+    agree = sum(extract_letter(r["text"], r["options"]) == r["expected"] for r in rows)
+    assert len(rows) >= 30 and agree / len(rows) >= 0.9  # 27/32 when first measured, 31/32 now (docs/SELFRAG.md)
 
 
 def test_json_answers_with_option_text_and_final_statements() -> None:

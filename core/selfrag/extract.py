@@ -40,7 +40,7 @@ _JSON_RE = re.compile(
 )
 _FINAL_RE = re.compile(r"\bfinal\s+(?:answer|choice)\b[*_]*\s*(?:is\b|:|=|-(?=\s))?", re.IGNORECASE)
 _STATED_RE = re.compile(
-    r"\b(?:answer|option|choice)\b[*_]*\s*(?:here\s+)?(?:(?:is|was)\b(?:\s+actually)?|:|=|-(?=\s))"
+    r"\b(?:answer|option|choice|pick|response|conclusion)\b[*_]*\s*(?:here\s+)?(?:(?:is|was)\b(?:\s+actually)?|:|=|-(?=\s))"
     r"|\b(?:choose|chose|pick|select|go\s+with|opt\s+for)\b",
     re.IGNORECASE,
 )
@@ -176,6 +176,19 @@ def _from_lines(text: str, valid: set[str]) -> object:
     return letters[0] if letters[0] in valid else None
 
 
+def _leading_word(text: str, options: Mapping[str, str] | None) -> object:
+    """A reply that opens with a one-word option and a stop ("Yes. The trial met ...", "No, because ...").
+
+    "No conclusion can be drawn" opens with no answer: the word must be followed by punctuation.
+    """
+    opening = re.match(r"^[\W_]*([^\W_]+)\s*[.,;:!]", text)
+    tokens = option_tokens(opening.group(1)) if opening else ()
+    if not options or not tokens:
+        return _MISSING
+    hits = [k.upper() for k, v in options.items() if _is_short(v) and option_tokens(v) == tokens[:1]]
+    return hits[0] if len(hits) == 1 else _MISSING
+
+
 def extract_letter(text: str, options: Mapping[str, str] | None = None) -> str | None:
     """The option letter ``text`` states, or ``None`` (never a default letter).
 
@@ -189,6 +202,7 @@ def extract_letter(text: str, options: Mapping[str, str] | None = None) -> str |
         lambda: _from_json(text, valid, options),
         lambda: _from_statements(text, valid, options),
         lambda: _from_lines(text, valid),
+        lambda: _leading_word(text, options),
         lambda: _by_text(text.strip().splitlines()[0], options, prose=True),
         lambda: _by_text(text, options, prose=True),
     ):

@@ -303,6 +303,49 @@ EXTRA: list[tuple[str, str, str | None, str]] = [
      "B", "json_letter_text"),
 ]
 
+# Written after the table above was frozen and the extractor tuned, then measured once (27 of 32 agreed);
+# kept as split "fresh" so later changes are checked against phrasings the extractor was not built from.
+FRESH_QUESTIONS = {
+ "asthma": {"A": "Salbutamol", "B": "Montelukast", "C": "Tiotropium", "D": "Omalizumab"},
+ "bp": {"A": "<120/80 mmHg", "B": "<130/80 mmHg", "C": "<140/90 mmHg", "D": "<150/90 mmHg"},
+ "gout": {"A": "Allopurinol", "B": "Colchicine", "C": "Febuxostat", "D": "Probenecid", "E": "Colchicine"},
+ "yn": {"A": "yes", "B": "no", "C": "maybe"},
+}
+FRESH_ROWS = [
+ ("asthma", "Step 1: the patient has acute wheeze. Step 2: a short-acting bronchodilator relieves it.\nConclusion: A", "A"),
+ ("asthma", "My pick is C.", "C"),
+ ("asthma", "Response: (D) Omalizumab, given the raised IgE.", "D"),
+ ("asthma", "The correct response is B.", "B"),
+ ("asthma", '{"reasoning": "allergic phenotype", "answer_choice": "D) Omalizumab"}', "D"),
+ ("asthma", "Salbutamol would be my choice for acute relief.", "A"),
+ ("asthma", "Not montelukast. Not tiotropium. The answer: A", "A"),
+ ("asthma", "answer is **C**", "C"),
+ ("asthma", "Options B and C are both controllers; neither fits an acute attack. Final answer - A", "A"),
+ ("asthma", "I think tiotropium, although omalizumab is possible.", "C"),
+ ("asthma", "A) Salbutamol\nB) is wrong\nC) is wrong", "A"),
+ ("asthma", "The best answer is option (B) montelukast.", "B"),
+ ("bp", "Target <130/80 mmHg for most adults.", "B"),
+ ("bp", "The answer is <140/90 mmHg in this older adult.", "C"),
+ ("bp", "Aim for a systolic under 120; diastolic under 80: <120/80 mmHg.", "A"),
+ ("bp", '{"answer": "<150/90 mmHg"}', "D"),
+ ("bp", "Final answer: E", None),
+ ("gout", "Colchicine is the answer for the acute flare.", None),
+ ("gout", "Answer: E. Colchicine", "E"),
+ ("gout", "For urate lowering start allopurinol. Answer: A", "A"),
+ ("gout", '{"answer_choice": "Febuxostat"}', "C"),
+ ("gout", "The right choice here is D.", "D"),
+ ("gout", "I'd say probenecid.", "D"),
+ ("yn", "Yes. The trial met its primary end point.", "A"),
+ ("yn", "Based on the abstract, the answer is yes.", "A"),
+ ("yn", '{"answer_choice": "no"}', "B"),
+ ("yn", "Final answer: maybe", "C"),
+ ("yn", "The data are mixed; maybe.", "C"),
+ ("yn", "Answer: (B) no", "B"),
+ ("yn", "It is unclear whether the effect is real.", None),
+ ("asthma", "Therefore the answer would have to be D. Omalizumab.", "D"),
+ ("bp", "The correct option is (A) <120/80 mmHg.", "A"),
+]
+
 
 def build() -> list[dict[str, object]]:
     """All rows: every template on every question (a seeded letter each), then the hand-written rows."""
@@ -324,6 +367,9 @@ def build() -> list[dict[str, object]]:
     for i, row in enumerate(rows):
         row["id"] = f"r{i:04d}"
         row["split"] = "test" if split.random() < 0.3 else "dev"
+    for i, (name, text, expected) in enumerate(FRESH_ROWS):
+        rows.append({"id": f"f{i:04d}", "question": name, "options": FRESH_QUESTIONS[name], "text": text,
+                     "expected": expected, "pattern": "fresh", "split": "fresh"})  # fmt: skip
     return rows
 
 
@@ -333,4 +379,4 @@ if __name__ == "__main__":
     payload = {"_comment": "Demo data, not for clinical use: written by us (tests/data/build_mcq_outputs.py).",
                "rows": rows}  # fmt: skip
     out.write_text(json.dumps(payload, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    print(f"{len(rows)} rows, {sum(r['split'] == 'test' for r in rows)} test")
+    print(f"{len(rows)} rows, {sum(r['split'] == 'test' for r in rows)} test, {sum(r['split'] == 'fresh' for r in rows)} fresh")
