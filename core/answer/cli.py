@@ -69,7 +69,12 @@ def _eval(args: argparse.Namespace) -> int:
     rt = open_runtime(settings_from_args(args))
     items = load_questions(REPO_ROOT / "tests" / "data" / "doctor_questions.json")
     llm = _llm(rt, argparse.Namespace(extractive=not args.llm))
-    results = run_eval(rt, [i for i in items if args.split == "all" or i["split"] == args.split], llm)
+    chosen = [i for i in items if args.split == "all" or i["split"] == args.split]
+    if args.sample:
+        import random
+
+        chosen = sorted(random.Random(args.seed).sample(chosen, min(args.sample, len(chosen))), key=lambda i: i["id"])
+    results = run_eval(rt, chosen, llm)
     splits = ["train", "test"] if args.split == "all" else [args.split]
     out: dict[str, object] = {"path": "llm" if llm else "extractive"}
     for split in splits:
@@ -113,5 +118,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--llm", action="store_true", help="Also use the configured LLM backend (default: extractive path).")
     p.add_argument("--split", choices=["train", "test", "all"], default="all", help="Which frozen split to run.")
     p.add_argument("--failures", action="store_true", help="List the items that missed their expectation.")
+    p.add_argument("--sample", type=int, default=0, help="Run a seeded random sample of N items (0: all).")
+    p.add_argument("--seed", type=int, default=13, help="Seed of --sample.")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_eval)

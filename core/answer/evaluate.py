@@ -15,6 +15,7 @@ import json
 import re
 import statistics
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,8 @@ class ItemResult:
     intent: str | None
     answer: str
     expected_intent: str = ""
+    path: str = ""
+    reason: str | None = None
 
 
 def load_questions(path: Path) -> list[dict[str, Any]]:
@@ -137,6 +140,8 @@ def _one(rt: Runtime, item: dict[str, Any], scan_id: str, llm: LLM | None) -> It
         intent=res.intent,
         answer=a.answer,
         expected_intent=item.get("intent", ""),
+        path=res.path,
+        reason=res.reason,
     )
 
 
@@ -182,6 +187,9 @@ def summarise(results: list[ItemResult]) -> dict[str, Any]:
         },
         "by_intent": {},
     }
+    answered = [r for r in results if r.answered]
+    out["model_answers"] = sum(r.path == "llm" for r in answered)
+    out["model_fallbacks"] = dict(Counter(r.reason or "" for r in answered if r.path == "extractive" and r.reason))
     labelled = [r for r in results if r.category not in {"absent_condition", "fail_closed"}]
     # How often the recognised intent equals the item's label (reported, not a target: the behaviour is).
     out["intent_accuracy"] = (
