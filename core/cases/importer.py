@@ -121,8 +121,10 @@ def _validate(rec: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def import_cases(db: Database, path: Path, *, max_mb: int, max_rejections_listed: int = 50) -> ImportSummary:
-    """Validate every row of ``path``; import all of them in one transaction, or none."""
+def import_cases(
+    db: Database, path: Path, *, max_mb: int, max_rejections_listed: int = 50, actor_id: int | None = None
+) -> ImportSummary:
+    """Validate every row of ``path``; import all of them in one transaction (audited), or none."""
     if not path.is_file():
         raise InvalidInputError(f"No such file: {path}")
     size_mb = path.stat().st_size / 1e6
@@ -155,6 +157,9 @@ def import_cases(db: Database, path: Path, *, max_mb: int, max_rejections_listed
         raise ImportRejectedError(
             f"{path.name}: {len(rejected)} rows rejected, nothing imported. {listed}{more}", rejected
         )
+    from core import audit
+
     with db.session() as s:
         s.add_all(HistoricalCase(**row) for row in good)
+        audit.record_in(s, audit.IMPORT, actor_id, None, kind="cases", rows=len(good))
     return ImportSummary(str(path), len(good))

@@ -104,6 +104,9 @@ class CaseSearch:
             params=self._build_params(),
         )
         log.info("Built case index %s (%d cases)", path.name, len(ids))
+        from core import audit
+
+        audit.record(self.db, audit.REBUILD, None, None, index="cases", version=path.name, cases=len(ids))
         return CaseIndex(path, verify=False)
 
     def _build_params(self) -> IndexParams:
