@@ -95,8 +95,8 @@ def test_harness_writes_one_record_per_question_and_resumes(llm_server: FakeLLMS
     pipeline = build_pipeline(settings, retriever=StaticRetriever([Document("d", "nitrofurantoin in pregnancy")]))
     items = sample(load_benchmark(MIRAGE)["medqa"], 4, 0)
     out = tmp_path / "run.jsonl"
-    summary = run_eval(pipeline, items[:2], out, "adaptive", progress=False)
-    assert [s.n for s in summary] == [2]
+    first = run_eval(pipeline, items[:2], out, "adaptive", progress=False)
+    assert [s.n for s in first] == [2]
     requests = len(llm_server.requests)
     (summary,) = run_eval(pipeline, items, out, "adaptive", progress=False)  # resumes: only 2 new questions
     records = [json.loads(line) for line in out.read_text().splitlines()]
@@ -125,7 +125,8 @@ def test_wilson_interval_matches_hand_computed_values() -> None:
 
 
 def test_summary_separates_outcomes_and_both_accuracies() -> None:
-    base = {"dataset": "d", "mode": "always", "seconds": {"generation": 2.0}, "decision": None, "iterations": [{}]}
+    base: dict[str, Any] = {"dataset": "d", "mode": "always", "seconds": {"generation": 2.0}, "decision": None}
+    base["iterations"] = [{}]
     rows = [
         base | {"qid": "1", "letter": None, "correct": False, "abstention": {"reason": "unparseable"}},
         base | {"qid": "2", "letter": "A", "correct": True, "outcome": "correct"},
