@@ -8,6 +8,13 @@ raises :class:`ReadOnlyViolationError`) and by the database itself (SQLite
 SQL write fails too. The database's refusal (SQLite's SQLITE_READONLY,
 PostgreSQL's SQLSTATE 25006 ``read_only_sql_transaction``) reaches the caller
 as :class:`ReadOnlyViolationError` as well, recognised by its code.
+
+Signed reports and audit rows are guarded the same way twice: the ORM refuses
+to flush a change to a signed report, and triggers (migration 0003) refuse any
+UPDATE or DELETE of one, however it is issued; that refusal (SQLite's
+``RAISE(ABORT, 'casebook-immutable: ...')``, PostgreSQL's SQLSTATE ``CB001``)
+reaches the caller of :meth:`Database.session` as :class:`ImmutableRecordError`.
+A signed report's sha256 is computed as it is inserted (``_seal_report``).
 """
 
 from __future__ import annotations
