@@ -62,6 +62,7 @@ def _doctor(rt: Runtime) -> int:
         ("appendix perforated?", "count"),
         ("new enhancing lesions vs last MRI?", "prior"),
         ("what is a tension pneumothorax?", "general_knowledge"),
+        ("any relevant medical history in the similar cases?", "summary"),  # "medical" is not "medication"
     ],
 )
 def test_intents_survive_shorthand_and_typos(question: str, intent: str) -> None:

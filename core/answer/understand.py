@@ -89,7 +89,7 @@ _WORDS = {
 _CUES: tuple[tuple[Intent, str], ...] = (
     (
         "treatment",
-        r"\b(treat\w*|therap\w*|manag\w*|medic\w*|drugs?|doses?|dosing|dosage|prescri\w*|antibiotics?|steroids?|"
+        r"\b(treat\w*|therap\w*|manag\w*|medicat\w*|medicines?|drugs?|doses?|dosing|dosage|prescri\w*|antibiotics?|steroids?|"
         r"inhalers?|bronchodilat\w*|rehab\w*|physio\w*|surg\w*|\w+ectomy|\w+otomy|drains?|thromboly\w*|alteplase|"
         r"tpa|tamoxifen|chemo\w*|radiotherap\w*|radiation therapy|ablation|tace|laser|anti-?vegf|injections?|"
         r"excision|excise|margins?|dmt|disease-modifying|regimen|candidate for|next step|operat\w*|"
@@ -203,8 +203,8 @@ class Understanding:
 @cache
 def _vocabulary() -> tuple[str, ...]:
     words: set[str] = set(_COMMON) | set(_WORDS.values())
-    for _, pattern in _CUES:
-        words |= {w for w in re.findall(r"[a-z]{4,}", pattern)}
+    for _, pattern in _CUES:  # whole cue words only: a stem ("medicat" of "medicat\\w*") is no spelling
+        words |= {m.group(0) for m in re.finditer(r"[a-z]{4,}", pattern) if pattern[m.end() : m.end() + 2] != "\\w"}
     for s in surface_index():
         words |= set(s.split())
     for e in EVENTS:
@@ -218,7 +218,13 @@ def _vocabulary() -> tuple[str, ...]:
               "current", "recent", "latest", "images", "image", "imaging", "study", "studies", "report",
               "reports", "reading", "result", "results", "think", "should", "could", "would", "patterns",
               "pattern", "finding", "explain", "tell", "show", "shows", "list", "order", "first",
-              "chance", "change", "changes", "changed", "range", "means", "mean", "meaning", "match", "since", "after", "before", "still", "there", "where", "when", "while", "either", "whether"}
+              "chance", "change", "changes", "changed", "range", "means", "mean", "meaning", "match", "since", "after", "before", "still", "there", "where", "when", "while", "either", "whether",
+              "medical", "history", "symptoms", "symptom", "pain", "relevant", "treated", "treatment",
+              "management", "therapy", "medication", "prognostic", "diagnostic", "operation", "surgery",
+              "severe", "seriously", "serious", "urgent", "urgency", "emergency", "concerned", "concern",
+              "concerning", "happen", "outcome", "survival", "survive", "survived", "diagnosed", "agree",
+              "agreement", "confident", "confidence", "differential", "previously", "progressed",
+              "progression", "recovery", "recovered", "similarity", "compare"}
     return tuple(sorted(words))
 
 
