@@ -8,6 +8,7 @@ beside the image, never drawn on it; patients get no AI reading here.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import streamlit as st
@@ -18,7 +19,7 @@ from pages._shared import get_runtime, runtime_for, settings_json
 
 if TYPE_CHECKING:
     from core.auth import ScanRow
-    from core.contracts import SimilarCasesResult
+    from core.contracts import SimilarCase
 
 VIEW_PX = 512
 AS_STORED, MANUAL = "As stored", "Manual"
@@ -99,7 +100,12 @@ def image_panel(scan: ScanRow, *, show_reading: bool) -> None:
             shown = window or view.window
             label = f"slice {index + 1}/{n} · " if n > 1 else ""
             wl = f"W {shown.width:.0f} / L {shown.center:.0f}" if shown and not view.colour else "auto window"
-            st.image(_png(view, index, window, VIEW_PX, zoom), caption=f"Current · {label}{wl}", width="stretch")
+            st.image(
+                _png(view, index, window, VIEW_PX, zoom),
+                caption=f"Current · {label}{wl}",
+                width="stretch",
+                output_format="PNG",
+            )
         if compare and prior:
             with cols[1]:
                 _prior_image(prior.scan_id, prior.created_at.strftime("%Y-%m-%d"), view, index, window, zoom)
@@ -123,6 +129,7 @@ def _prior_image(scan_id: str, when: str, current: SeriesView, index: int, windo
         _png(prior, j, window, VIEW_PX, zoom),
         caption=f"Prior {when} · slice {j + 1}/{len(prior.slices)}",
         width="stretch",
+        output_format="PNG",
     )
 
 
@@ -139,25 +146,52 @@ def _case_dialog(case_id: str, diagnosis: str) -> None:
     window = window_controls(view, f"case-{case_id}")
     n = len(view.slices)
     index = st.slider("Slice", 1, n, (n + 1) // 2, key=f"case-{case_id}-slice") - 1 if n > 1 else 0
-    st.image(_png(view, index, window, VIEW_PX), width=VIEW_PX)
+    st.image(_png(view, index, window, VIEW_PX), width=VIEW_PX, output_format="PNG")
 
 
-def neighbour_thumbnails(result: SimilarCasesResult, *, per_row: int = 5) -> None:
+def neighbour_thumbnails(cases: Sequence[SimilarCase], *, per_row: int = 5) -> None:
     """A thumbnail for every similar case that has an image; a click opens it large."""
-    if not result.cases:
+    if not cases:
         return
-    thumbs = case_thumbnails(get_runtime().db, [c.caseId for c in result.cases])
+    thumbs = case_thumbnails(get_runtime().db, [c.caseId for c in cases])
     if not thumbs:
         st.caption("None of these cases has an image.")
         return
     size = get_runtime().settings.imaging.thumbnail_px
-    cases = [c for c in result.cases if c.caseId in thumbs]
+    shown = [c for c in cases if c.caseId in thumbs]
     with st.container(key="neighbour-thumbs"):
-        for start in range(0, len(cases), per_row):
+        for start in range(0, len(shown), per_row):
             cols = st.columns(per_row)
-            for col, case in zip(cols, cases[start : start + per_row], strict=False):
+            for col, case in zip(cols, shown[start : start + per_row], strict=False):
                 view = thumbs[case.caseId]
                 with col:
-                    st.image(_png(view, len(view.slices) // 2, view.window, size), width=size)
+                    st.image(_png(view, len(view.slices) // 2, view.window, size), width=size, output_format="PNG")
                     if st.button(case.caseId, key=f"thumb-{case.caseId}", help=case.diagnosis, type="tertiary"):
                         _case_dialog(case.caseId, case.diagnosis)
+
+
+def patient_timeline(scans: Sequence[ScanRow]) -> None:
+    """The patient's scans over time, oldest first: a thumbnail, the AI reading and the signed reports."""
+    from core.reports import report_versions
+
+    rt = get_runtime()
+    size = rt.settings.imaging.thumbnail_px
+    with st.container(key="timeline"):
+        for scan in sorted(scans, key=lambda s: s.created_at):
+            with st.container(border=True, key=f"timeline-{scan.scan_id}"):
+                left, right = st.columns([1, 4])
+                series = scan_series(scan.scan_id, settings_json())
+                with left:
+                    if series:
+                        view = series[0]
+                        st.image(_png(view, len(view.slices) // 2, view.window, size), width=size, output_format="PNG")
+                    else:
+                        st.caption("No image")
+                with right:
+                    st.markdown(f"**{scan.created_at:%Y-%m-%d}** · {scan.anatomy} · AI reading: {scan.diagnosis}")
+                    current = [r for r in report_versions(rt.db, scan.scan_id) if r.is_current]
+                    if not current:
+                        st.caption("No signed report.")
+                    for r in current:
+                        when = f"{r.signed_at:%Y-%m-%d}" if r.signed_at else "unsigned"
+                        st.markdown(f"Signed report #{r.id} (v{r.version}, {when}): {r.impression}")

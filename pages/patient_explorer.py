@@ -1,4 +1,4 @@
-"""Patient Explorer: an anatomy x region heatmap of similar-case evidence over one patient's scans. No chat."""
+"""Patient Explorer: the patient's scans over time (thumbnails, signed reports) and an anatomy x region heatmap of similar-case evidence. No chat."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import streamlit as st
 from core.errors import CasebookError
 from core.store.models import ANATOMIES
 from pages._shared import DEMO_NOTICE, list_scans, pick_scan, require_user, settings_json, show_error, similar_for
+from pages._viewer import patient_timeline
 
 EVIDENCE_K = 20  # neighbours per scan that count as evidence
 
@@ -22,6 +23,9 @@ scans = [s for s in list_scans(user.id, user.role, settings_json()) if s.patient
 st.markdown(
     f"**{picked.patient}** · {len(scans)} scan(s). Intensity = summed similarity of the similar cases per region."
 )
+
+st.subheader("Timeline")
+patient_timeline(scans)
 
 rows, failed = [], []
 for s in scans:

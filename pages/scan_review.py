@@ -47,7 +47,7 @@ with left:
         show_error("Similar-case search is unavailable", exc)
     else:
         case_cards(result)
-        neighbour_thumbnails(result, per_row=3)
+        neighbour_thumbnails(result.cases, per_row=3)
 
 with right:
     from pages._chat import chat_panel  # lazy: the answer service loads on first use

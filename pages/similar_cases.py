@@ -8,6 +8,7 @@ import streamlit as st
 
 from core.errors import CasebookError
 from pages._shared import DEMO_NOTICE, pick_scan, require_user, show_error, similar_for
+from pages._viewer import neighbour_thumbnails
 
 user = require_user(doctor=True)
 st.title("Similar Cases")
@@ -61,6 +62,9 @@ bars = px.bar(counts, x="cases", y="outcome", color="severity", orientation="h",
 bars.update_layout(height=320, margin={"t": 40, "b": 0})
 c2.plotly_chart(bars, width="stretch", key="outcome-bars")
 
+st.subheader("Images of these cases")
+shown = set(view["caseId"])
+neighbour_thumbnails([c for c in result.cases if c.caseId in shown])
 st.dataframe(
     view[["caseId", "diagnosis", "outcome", "severity", "similarity", "region", "age", "sex"]],
     hide_index=True,

@@ -1,0 +1,155 @@
+"""Imaging benchmark: slice-change latency of the viewer and import time per image.
+
+    python bench/imaging_bench.py slices --n 40     # 512x512 slices: new slice, new window, cached
+    python bench/imaging_bench.py import --n 40     # import-dicom of n 512x512 slices (uncompressed, JPEG 2000)
+    python bench/imaging_bench.py all
+
+Slice change is what the viewer does when the slider moves: read one frame of the
+memory-mapped ``.npy`` from the image store, window it, encode a PNG (the
+Streamlit transport to the browser is not included). Import time covers the
+whole pipeline (read, check, decode, de-identify, stage, content-address,
+commit) per file, with the image encoder off and with the default demo encoder.
+The source slices are the real 512x512 head CT that ships in pydicom's wheel
+(693_J2KI.dcm), copied with new UIDs; files are written to a temporary folder.
+Results print as JSON with the load average (the machine is shared; compare
+ratios within one run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from any folder
+
+from core.imaging.importer import import_images
+from core.imaging.render import PRESETS, Renderer
+from core.imaging.store import ImageStore
+from core.runtime import open_runtime
+from core.settings import load_settings
+
+
+def _ms(values: list[float]) -> dict[str, float]:
+    s = sorted(values)
+    return {
+        "p50_ms": round(statistics.median(s) * 1000, 2),
+        "p95_ms": round(s[min(len(s) - 1, int(0.95 * len(s)))] * 1000, 2),
+        "max_ms": round(s[-1] * 1000, 2),
+    }
+
+
+def _source_slice() -> np.ndarray:
+    import pydicom
+    from pydicom.data import get_testdata_file
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        path = get_testdata_file("693_J2KI.dcm")
+    ds = pydicom.dcmread(str(path))
+    return np.asarray(ds.pixel_array, dtype=np.int16) * int(ds.get("RescaleSlope", 1)) + int(ds.get("RescaleIntercept", 0))
+
+
+def bench_slices(n: int) -> dict[str, Any]:
+    """Slice-change latency over an n x 512 x 512 volume (the real slice, shifted per slice so each differs)."""
+    base = _source_slice()
+    volume = np.stack([np.roll(base, k * 3, axis=0) for k in range(n)]).astype(np.int16)
+    with tempfile.TemporaryDirectory() as tmp:
+        store = ImageStore(Path(tmp))
+        staged = store.stage()
+        digest = staged.add_frames(volume)
+        staged.publish()
+        r = Renderer(store, max_entries=4096)
+        lung, bone = PRESETS["lung"], PRESETS["bone"]
+        r.png(digest, 0, lung, size=512)  # first touch of the file (open + mmap), as the first paint pays it
+        new_slice, new_window, cached = [], [], []
+        for i in range(1, n):
+            t = time.perf_counter()
+            r.png(digest, i, lung, size=512)
+            new_slice.append(time.perf_counter() - t)
+        for i in range(n):
+            t = time.perf_counter()
+            r.png(digest, i, bone, size=512)
+            new_window.append(time.perf_counter() - t)
+        for i in range(n):
+            t = time.perf_counter()
+            r.png(digest, i, lung, size=512)
+            cached.append(time.perf_counter() - t)
+    return {
+        "slices": n,
+        "shape": [512, 512],
+        "new_slice": _ms(new_slice),
+        "new_window": _ms(new_window),
+        "cached": _ms(cached),
+        "target_ms": 300,
+    }
+
+
+def _write_series(folder: Path, n: int, compressed: bool) -> None:
+    import pydicom
+    from pydicom.data import get_testdata_file
+    from pydicom.uid import ExplicitVRLittleEndian, generate_uid
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        src = pydicom.dcmread(str(get_testdata_file("693_J2KI.dcm")))
+    if not compressed:
+        src.decompress()
+        src.file_meta.TransferSyntaxUID = ExplicitVRLittleEndian
+    study, series = generate_uid(), generate_uid()
+    for k in range(n):
+        src.StudyInstanceUID, src.SeriesInstanceUID = study, series
+        src.SOPInstanceUID = src.file_meta.MediaStorageSOPInstanceUID = generate_uid()
+        src.InstanceNumber = k + 1
+        src.save_as(folder / f"slice{k:04d}.dcm")
+
+
+def bench_import(n: int) -> dict[str, Any]:
+    """Seconds per image for import-dicom of n 512x512 slices, per transfer syntax and encoder."""
+    out: dict[str, Any] = {"images": n}
+    for compressed in (False, True):
+        for encoder in ("none", "demo"):
+            with tempfile.TemporaryDirectory() as tmp:
+                root = Path(tmp)
+                (root / "in").mkdir()
+                _write_series(root / "in", n, compressed)
+                settings = load_settings(
+                    "test", paths={"data_dir": root / "data", "index_dir": root / "idx"}, imaging={"encoder": encoder}
+                )
+                rt = open_runtime(settings)
+                t = time.perf_counter()
+                summary = import_images(rt.settings, rt.db, [root / "in"], anatomy="brain")
+                elapsed = time.perf_counter() - t
+                rt.db.dispose()
+                assert summary.scans[0].images == n
+                key = f"{'jpeg2000' if compressed else 'uncompressed'}_{encoder}_encoder"
+                out[key] = {"total_s": round(elapsed, 3), "per_image_ms": round(elapsed / n * 1000, 1)}
+    return out
+
+
+def main() -> None:
+    """Run the chosen benchmark and print JSON."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("what", choices=["slices", "import", "all"])
+    parser.add_argument("--n", type=int, default=40)
+    args = parser.parse_args()
+    result: dict[str, Any] = {"loadavg_before": os.getloadavg(), "cpus": os.cpu_count()}
+    if args.what in ("slices", "all"):
+        result["slice_change"] = bench_slices(args.n)
+    if args.what in ("import", "all"):
+        result["import"] = bench_import(args.n)
+    result["loadavg_after"] = os.getloadavg()
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
