@@ -65,6 +65,16 @@ def test_oversized_front_matter_is_refused() -> None:
 @pytest.mark.timeout(30)
 @pytest.mark.parametrize("kb", [72, 720])
 def test_nested_html_is_linear(kb: int) -> None:
+    # Nested blocks each holding text: the tree search per block was quadratic (72 KB: over 120 s here).
+    opening, closing = b"<blockquote>x", b"</blockquote>"
+    depth = kb * 1024 // (len(opening) + len(closing))
+    blocks, _ = parse_html(b"<h2>Deep</h2>" + opening * depth + closing * depth, "nested.html", CFG)
+    assert len(blocks) == depth and all(b.path == ("Deep",) and b.text == "x" for b in blocks)
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("kb", [72, 720])
+def test_nested_containers_are_linear(kb: int) -> None:
     depth = kb * 1024 // 11  # "<div>" + "</div>" per level
     data = b"<h2>Deep</h2>" + b"<div>" * depth + b"<p>deep text</p>" + b"</div>" * depth
     blocks, _ = parse_html(data, "nested.html", CFG)
