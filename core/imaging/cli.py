@@ -1,4 +1,4 @@
-"""Sub-commands for medical images: ``import-dicom``."""
+"""Sub-commands for medical images: ``import-dicom`` and ``demo-images``."""
 
 from __future__ import annotations
 
@@ -44,8 +44,18 @@ def _import(args: argparse.Namespace) -> int:
     return 0
 
 
+def _demo_images(args: argparse.Namespace) -> int:
+    from core.imaging.demo import attach_demo_images
+    from core.runtime import open_runtime
+
+    rt = open_runtime(settings_from_args(args))
+    added = attach_demo_images(rt.settings, rt.db, progress=lambda m: print(m, file=sys.stderr))
+    emit({"series_added": added, "note": "demo data, not for clinical use"}, args.json)
+    return 0
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``import-dicom``."""
+    """Add ``import-dicom`` and ``demo-images``."""
     p = sub.add_parser(
         "import-dicom",
         help="Import DICOM files, folders or zips (and PNG/JPEG photographs), de-identified; all or nothing.",
@@ -60,3 +70,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--json", action="store_true", help="Print the summary as JSON.")
     p.set_defaults(func=_import)
+    p = sub.add_parser(
+        "demo-images",
+        help="Attach the demo images to a demo database seeded before images existed (idempotent).",
+    )
+    p.add_argument("--json", action="store_true", help="Print the result as JSON.")
+    p.set_defaults(func=_demo_images)
