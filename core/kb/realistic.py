@@ -39,9 +39,19 @@ def realistic_files(settings: Settings, out_dir: Path | None = None) -> tuple[li
 
 
 def ingest_realistic(base: KnowledgeBase, kb: str = "user") -> list[IngestReport]:
-    """Ingest the realistic guideline PDF(s) and labels into ``kb`` (guidelines first, then labels)."""
+    """Ingest the realistic guideline PDF(s) and labels into ``kb`` (guidelines first, then labels).
+
+    As an upload is: bounded parsing, and each document's source is its file name, not the generated path.
+    """
+    from core.kb.ingest import IngestReport
+    from core.kb.spaces import DocumentSpaces
+
+    spaces = DocumentSpaces(base)
     pdfs, labels = realistic_files(base.settings)
-    reports = [base.ingest(pdfs, "guideline", kb)] if pdfs else []
-    if labels:
-        reports.append(base.ingest(labels, "spl", kb))
+    reports = []
+    for kind, paths in (("guideline", pdfs), ("spl", labels)):
+        if paths:
+            report = IngestReport(kb=kb)
+            spaces.ingest_named(kb, kind, [(p, p.name) for p in paths], report)
+            reports.append(report)
     return reports

@@ -113,10 +113,11 @@ class DocumentSpaces:
             path.write_bytes(data)
             by_kind.setdefault(_KINDS.get(path.suffix.lower(), "guideline"), []).append((path, shown))
         for kind, items in by_kind.items():
-            self._ingest(space, kind, items, report)
+            self.ingest_named(space, kind, items, report)
         return report
 
-    def _ingest(self, space: str, kind: str, items: list[tuple[Path, str]], report: IngestReport) -> None:
+    def ingest_named(self, space: str, kind: str, items: list[tuple[Path, str]], report: IngestReport) -> None:
+        """Parse ``(path, name shown)`` files of ``kind`` into KB ``space``; sources are stored as the shown names."""
         shown = {str(p): name for p, name in items}
         docs, errors = parse_files([p for p, _ in items], kind, space, self.settings.kb, self.kb.token_counter)
         report.errors += [FileError(_shown_of(e.source, shown), e.error.replace(e.source, _shown_of(e.source, shown)))
