@@ -124,15 +124,18 @@ def show_result(result: QAResult) -> None:
                 "drug-label text; rephrase the question, pick another knowledge base, or consult the source."
             )
     else:
+        m1, m2, m3 = st.columns(3)
+        m1.metric("Bullets", len(result.bullets))
+        m2.metric("Retrieval confidence", f"{result.confidence:.0%}", help="Calibrated confidence of the best chunk.")
+        m3.metric("Written by", result.backend)
         with st.container(border=True):
             if result.statement:
                 st.markdown(f"**{_escape(result.statement)}**")
             for i, b in enumerate(result.bullets, 1):
                 _bullet(i, b, st.session_state.get("guideline-evidence", False))
             sources = list(dict.fromkeys(source_line(e.source, e.demo) for e in result.evidence))
-            st.caption("Sources: " + " · ".join(sources) if sources else "Source: the label's list of sections.")
+            st.caption("Source: " + (" · ".join(sources) if sources else "the label's list of sections"))
         st.toggle("Show the evidence behind each bullet", key="guideline-evidence")
-        st.caption(f"Retrieval confidence {result.confidence:.0%} · written by {result.backend}")
         if result.patient_summary:
             with st.expander("Patient-friendly summary"):
                 st.write(result.patient_summary)

@@ -117,7 +117,10 @@ def test_settings_status_shows_backends_models_and_index(demo_env: Path, demo: R
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Language model"] == "extractive" and metrics["Cases"] == f"{demo.settings.demo.n_cases:,}"
     assert demo.search.index.version in texts(at)
-    assert len(at.dataframe) == 1  # the model file row with its sha256
+    assert len(at.dataframe) == 2  # the model time budgets, then the model file row with its sha256
+    budgets = at.dataframe[0].value
+    assert list(budgets["feature"]) == ["Ask AI", "Report drafts", "Guideline QA writer", "Self-RAG stage"]
+    assert budgets["the model is stopped at (s)"][0] == min(demo.settings.ask.llm_budget_s, demo.settings.llm.timeout_s)
     assert at.button(key="rebuild-index").disabled, "rebuilding needs the confirmation"
 
 
@@ -158,7 +161,9 @@ def test_guideline_qa_answers_with_snippets_and_sources(kb_env: Path, demo: Runt
     assert not at.exception
     shown = texts(at)
     assert "Drug label" in str([b.proto for b in at.get("badge")]) or "Drug label" in shown
-    assert "Source:" in shown and ":orange-background[" in shown, shown[:2000]
+    assert "Source:" in shown and ":orange-background[" not in shown, shown[:2000]  # evidence behind a toggle
+    at.toggle(key="guideline-evidence").set_value(True).run()
+    assert ":orange-background[" in texts(at) and "demo" in texts(at)  # the evidence, and the demo mark
     metrics = {m.label: m.value for m in at.metric}
     assert int(metrics["Bullets"]) >= 1 and metrics["Written by"] == "extractive"
 

@@ -65,7 +65,7 @@ def catalog(demo: set[str] | None = None) -> Catalog:
 
 def qa_with(settings: Settings, cat: Catalog | None = None) -> GuidelineQA:
     retriever = ListRetriever({"druglabels": [BDQ_CI, BDQ_BW, *LZD_HITS]})
-    return GuidelineQA(settings, retriever=retriever, lexicon=LEXICON, llm=None, catalog=cat or catalog())  # type: ignore[arg-type]
+    return GuidelineQA(settings, retriever=retriever, lexicon=LEXICON, llm=None, catalog=cat or catalog())
 
 
 def test_a_none_section_is_stated_plainly_with_the_section_as_evidence(settings: Settings) -> None:

@@ -17,6 +17,7 @@ from core import cli
 from core.guideline.cli import register
 from core.guideline.evaluate import EvalReport, load_eval, run_eval
 from core.guideline.pipeline import GuidelineQA
+from core.guideline.types import QAAnswer
 from core.settings import REPO_ROOT, Settings
 from tests.conftest import make_settings
 
@@ -38,22 +39,61 @@ def kb_settings(kb_root: Path) -> Settings:
 
 
 def assert_targets(report: EvalReport) -> None:
-    failures = {o.id: o.reason for o in report.outcomes if o.category != "out_of_domain" and not o.answered}
-    assert report.ood_abstention == 1.0
-    assert report.contamination == 0.0
-    assert report.unsupported_rate == 0.0
-    assert report.answer_rate >= 0.85, failures
-    assert report.passed
+    """The safety targets hold on every split; usefulness at least at the measured floors."""
+    failures = {o.id: o.reason for o in report.outcomes if o.answerable and not o.answered}
+    for name, m in report.splits.items():
+        assert m.ood_abstention == 1.0 and m.refusal_rate == 1.0, name
+        assert m.contamination == 0.0 and m.unsupported_rate == 0.0, name
+        assert m.answer_rate >= 0.85, (name, failures)
 
 
-def test_extractive_eval_meets_every_target(kb_settings: Settings) -> None:
+def test_extractive_eval_on_the_frozen_test_split(kb_settings: Settings) -> None:
     qa = GuidelineQA(kb_settings, llm=None)
-    items = load_eval(REPO_ROOT / kb_settings.guideline.eval_path)
-    assert len(items) >= 60
+    items = [i for i in load_eval(REPO_ROOT / kb_settings.guideline.eval_path) if i.split != "realistic"]
+    assert len(items) >= 200 and sum(i.split == "test" for i in items) >= 60
     report = run_eval(qa, items)
     assert_targets(report)
-    assert report.routing_accuracy >= 0.95
-    assert report.keyword_hit_rate >= 0.6 and report.source_hit_rate >= 0.8  # useful, not just safe
+    test = report.splits["test"]
+    assert test.answer_rate >= kb_settings.guideline.target_answer_rate  # 0.90 target: 93.5% measured
+    assert test.routing_accuracy >= 0.95 and report.splits["train"].routing_accuracy >= 0.95
+    # Measured 84.5% fact (target 85%: one item short, see docs/benchmarks/guideline_qa.md) and 91.4% section.
+    assert test.keyword_hit_rate >= 0.82 and test.section_rate >= kb_settings.guideline.target_section_rate
+    injected = [o for o in report.outcomes if o.expect == "refuse"]
+    assert injected and all(o.refused for o in injected)
+    structural = [o for o in report.outcomes if o.expect in ("none_listed", "absent_section")]
+    assert structural and all(o.answered and o.keyword_hit for o in structural)
+
+
+SEED_EXAMPLES = {
+    "Bedaquiline dosage": "34068-7",
+    "Isoniazid side effects": "34084-4",
+    "rifampin interactions": "34073-7",
+    "ethambutol warnings": "34071-1",
+}
+
+
+def _first_sections(settings: Settings, alpha: float) -> dict[str, str | None]:
+    """Per seed example: the LOINC code of the drug's best label chunk after fusion (the first past the anchor)."""
+    cfg = settings.guideline.model_copy(update={"alpha": alpha})
+    qa = GuidelineQA(settings.model_copy(update={"guideline": cfg}), llm=None)
+    codes = {c.chunk_id: c.section_code for _, c in qa.retriever.index("druglabels").store.iter_chunks()}  # type: ignore[attr-defined]
+    out: dict[str, str | None] = {}
+    for question in SEED_EXAMPLES:
+        anchor = qa.answer(question).trace.step("drug_anchor")
+        out[question] = codes[anchor.after[0]] if anchor and anchor.after else None
+    return out
+
+
+def test_the_seed_examples_rank_the_named_section_first(kb_settings: Settings) -> None:
+    """Issue 16 item 5: +0.12 on the similarity before fusion ranks the named label section first."""
+    boosted = _first_sections(kb_settings, kb_settings.guideline.alpha)
+    assert boosted == SEED_EXAMPLES
+    plain = _first_sections(kb_settings, 0.0)
+    assert plain != SEED_EXAMPLES  # without the boost some examples rank another section first (2 of 4 measured)
+    for question, code in SEED_EXAMPLES.items():
+        result = GuidelineQA(kb_settings, llm=None).answer(question)
+        assert isinstance(result, QAAnswer) and result.route == "drug"
+        assert {e.section_code for e in result.evidence} == {code}  # off-slot sections are not evidence
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -92,6 +132,21 @@ def test_cli_eval_guidelines_json_limit(kb_root: Path, capsys: pytest.CaptureFix
     payload = json.loads(out)
     assert code == 0 and payload["items"] == 3 and payload["passed"]
     assert {o["id"] for o in payload["outcomes"]} == {"q26", "q53", "q65"}
+    assert set(payload["splits"]) >= {"all"}
+
+
+def test_cli_calibrate_fits_on_train_and_reports_test(kb_root: Path, capsys: pytest.CaptureFixture[str],
+                                                      tmp_path: Path) -> None:  # fmt: skip
+    chart = tmp_path / "threshold.png"
+    code, out = _run(["eval-guidelines", "--calibrate", "--extractive", "--json", "--plot", str(chart)], kb_root,
+                     capsys)  # fmt: skip
+    fitted = json.loads(out)
+    assert code == 0 and set(fitted) == {"guidelines", "druglabels"}
+    for fit in fitted.values():
+        assert fit["coef"]["cosine"] > 0 and 0 < fit["threshold"] < 1
+        assert fit["n"]["train_pos"] > fit["n"]["test_pos"] > 0 and fit["n"]["test_neg"] > 0
+        assert fit["kfold_train"]["accuracy"] > 0.8
+    assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.mark.slow

@@ -70,6 +70,7 @@ def rank_sentences(
     """
     q = key_tokens(question, cfg.stopwords)
     scored: dict[str, Scored] = {}
+    named_only = bool(evidence) and all(c.boost > 0 and c.is_label for c in evidence)
     for i, cand in enumerate(evidence):
         head = " ".join((cand.hit.title, cand.hit.section_title, *cand.hit.section_path, *cand.hit.drug_names))
         heading = key_tokens(head, cfg.stopwords)
@@ -81,7 +82,7 @@ def rank_sentences(
             score = coverage + cfg.extractive_chunk_weight * cand.rank_score
             if slot is not None:
                 fit = fills_slot(sentence, cand.hit, slot.name, drug_names)
-                on_section = cand.boost > 0 and cand.is_label  # the label section the question names
+                on_section = named_only  # the evidence is the label section the question names, nothing else
                 if fit == 0 or not (on_section or mentions_focus(sentence, cand.hit, slot.focus, cfg)):
                     continue
                 score += cfg.slot_fill_weight * (fit - 1) + cfg.focus_weight * focus_coverage(sentence, slot.focus, cfg)

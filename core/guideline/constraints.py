@@ -97,21 +97,33 @@ def apply_section_boost(cands: list[Candidate], markers: list[str], alpha: float
 
 
 def boost_and_fuse(
-    cands: list[Candidate], markers: list[str], alpha: float, mode: str, rrf_k: int
+    cands: list[Candidate], markers: list[str], alpha: float, mode: str, rrf_k: int, fusion: str = "rrf"
 ) -> list[Candidate]:
     """Add ``alpha`` to the similarity of chunks from a matching section, then re-rank (best first).
 
-    Hybrid: the dense ranking is ordered by cosine + boost and fused with the
-    BM25 ranking by reciprocal rank fusion, relevance = RRF / its maximum.
+    Hybrid, ``fusion="rrf"``: the dense ranking is ordered by cosine + boost, the
+    BM25 ranking by BM25 / best BM25 + boost, and the two are fused by reciprocal
+    rank fusion, relevance = RRF / its maximum. ``fusion="score"``: relevance is the
+    mean of the min-max scaled cosine + boost and BM25 / best BM25, so the boost
+    keeps its size (RRF turns +0.12 into a rank or two, and the other rankings
+    outvote it).
     Dense: relevance = cosine + boost. BM25: relevance = BM25 / best + boost.
     """
     boosted = [replace(c, boost=alpha if markers and section_matches(c.hit, markers) else 0.0) for c in cands]
-    if mode == "hybrid":
+    if mode == "hybrid" and fusion == "rrf":
         dense = sorted(range(len(boosted)), key=lambda i: boosted[i].similarity, reverse=True)
+        best = max((c.hit.bm25_score or 0.0 for c in boosted), default=0.0) or 1.0
         lexical = sorted((i for i, c in enumerate(boosted) if c.hit.bm25_score is not None),
-                         key=lambda i: boosted[i].hit.bm25_score or 0.0, reverse=True)  # fmt: skip
+                         key=lambda i: (boosted[i].hit.bm25_score or 0.0) / best + boosted[i].boost,
+                         reverse=True)  # fmt: skip
         top = 2.0 / (rrf_k + 1)
         fused = [replace(boosted[i], relevance=score / top, fused=True) for i, score in rrf([dense, lexical], rrf_k)]
+    elif mode == "hybrid":  # scores: min-max dense similarity (boost included) and BM25 / best, averaged
+        sims = [c.similarity for c in boosted]
+        lo, hi = min(sims, default=0.0), max(sims, default=0.0)
+        best = max((c.hit.bm25_score or 0.0 for c in boosted), default=0.0) or 1.0
+        fused = [replace(c, relevance=0.5 * ((c.similarity - lo) / (hi - lo) if hi > lo else 1.0)
+                         + 0.5 * (c.hit.bm25_score or 0.0) / best, fused=True) for c in boosted]  # fmt: skip
     elif mode == "dense":
         fused = [replace(c, relevance=c.similarity, fused=True) for c in boosted]
     else:

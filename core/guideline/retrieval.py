@@ -57,7 +57,7 @@ def _one_kb(
     trace.add("retrieve", after=_ids(cands), kb=kb, mode=cfg.search_mode, query=query,
               cosine={c.hit.chunk_id: round(c.hit.dense_score or 0.0, 4) for c in cands})  # fmt: skip
     markers = section_markers(query, cfg)
-    boosted = boost_and_fuse(cands, markers, cfg.alpha, cfg.search_mode, rrf_k, cfg.fusion)
+    boosted = boost_and_fuse(cands, markers, cfg.alpha, cfg.search_mode, rrf_k, cfg.fusion.get(kb, "rrf"))
     trace.add("section_boost", _ids(cands), _ids(boosted), kb=kb, markers=markers, alpha=cfg.alpha,
               boosted=[c.hit.chunk_id for c in boosted if c.boost])  # fmt: skip
     cands = boosted

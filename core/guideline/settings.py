@@ -126,10 +126,10 @@ _STOPWORDS = [
 
 # Fitted on the train split of tests/data/guideline_qa_eval.json (`eval-guidelines --calibrate`), 2026-11-25.
 _CALIB_MODEL = {
-    "guidelines": {"intercept": -75.4505, "cosine": 87.5773, "margin": 78.8251, "section_match": 1.5816,
-                   "query_tokens": -0.2628},
-    "druglabels": {"intercept": -53.9127, "cosine": 64.1533, "margin": 110.1244, "section_match": -0.0083,
-                   "query_tokens": -0.6124},
+    "guidelines": {"intercept": -75.9008, "cosine": 88.1126, "margin": 77.414, "section_match": 1.0594,
+                   "query_tokens": -0.2626},
+    "druglabels": {"intercept": -52.9932, "cosine": 62.9894, "margin": 110.5754, "section_match": 0.1997,
+                   "query_tokens": -0.6268},
 }  # fmt: skip
 
 
@@ -179,6 +179,12 @@ class GuidelineQASettings(BaseModel):
     candidates: int = Field(30, ge=1, le=100, description="Chunks fetched from each searched KB before the filters.")
     search_mode: Literal["hybrid", "dense", "bm25"] = Field(
         "hybrid", description="Search mode for candidates: `hybrid`, `dense` or `bm25`."
+    )
+    fusion: dict[str, Literal["rrf", "score"]] = Field(
+        {"druglabels": "score"},
+        description="Per KB, how hybrid candidates are re-ranked after the section boost: reciprocal rank fusion "
+        "(`rrf`, the default for a KB not listed) or the mean of the min-max scaled boosted cosine and BM25 / best "
+        "BM25 (`score`, which keeps the boost's size: labels, where the question names a section).",
     )
     mixed_corpora: list[str] = Field(
         default_factory=list,
