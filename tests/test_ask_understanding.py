@@ -78,6 +78,9 @@ def test_entities_abbreviations_typos_and_unknown_conditions() -> None:
     assert understand("Is there evidence of ankylosing spondylitis?").unknown == ("ankylosing spondylitis",)
     assert understand("Is this consistent with Zorblax syndrome?").unknown == ("zorblax syndrome",)
     assert understand("What is the prognossis?").unknown == ()
+    assert understand("has the disease progressed since the previous MRI?").unknown == ()
+    assert [e.name for e in understand("any empyema in the similar ones?").entities] == ["Empyema"]  # not emphysema
+    assert [e.name for e in understand("how many had mets").entities] == ["Metastasis"]
     admission = understand("how many needed admission?").event
     assert admission is not None and admission.name == "admission"
 

@@ -81,8 +81,8 @@ _SYNONYMS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("fracture",),
     ),
     "Spinal metastasis": (
-        ("spinal metastasis", "metastasis", "metastases", "mets", "metastatic disease", "secondaries"),
-        ("metasta",),
+        ("spinal metastasis", "spinal metastases", "spinal mets", "vertebral metastasis"),
+        ("spinal metasta", "vertebral metasta"),
     ),
     "Diabetic retinopathy": (("dr", "diabetic retinopathy", "retinopathy"), ("retinopathy",)),
     "Age-related macular degeneration": (
@@ -141,6 +141,8 @@ _EXTRA: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     ),
     ("Consolidation", ("consolidation",), ("consolidation",)),
     ("Sarcoidosis", ("sarcoidosis", "sarcoid"), ("sarcoid",)),
+    ("Metastasis", ("metastasis", "metastases", "mets", "metastatic disease", "secondaries"), ("metasta",)),
+    ("Empyema", ("empyema",), ("empyema",)),
     ("Aortic dissection", ("aortic dissection", "dissection"), ("dissection",)),
     ("Abscess", ("abscess",), ("abscess",)),
     ("Atelectasis", ("atelectasis", "collapse"), ("atelecta", "collapse")),
@@ -187,13 +189,13 @@ def _plain(text: str) -> str:
 
 
 def correct_token(token: str, vocabulary: tuple[str, ...]) -> str:
-    """``token`` or the nearest vocabulary word within one edit (two from 7 letters).
+    """``token`` or the nearest vocabulary word within one edit (two from 10 letters).
 
     A tie goes to the candidate of the same length (a transposition), else the token stays unchanged.
     """
     if len(token) < 4 or not token.isalpha():
         return token
-    limit = 1 if len(token) < 7 else 2
+    limit = 1 if len(token) < 10 else 2  # two edits only in long words: "empyema" must not become "emphysema"
     hits = process.extract(token, vocabulary, scorer=OSA.distance, score_cutoff=limit, limit=3)
     if not hits:
         return token

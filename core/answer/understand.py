@@ -279,7 +279,7 @@ def _entities(question: str, text: str) -> tuple[list[Entity], list[str]]:
         if head in _NOT_CONDITIONS or "#" in phrase:
             continue
         words = [w for w in phrase.split() if w not in _COMMON]
-        if words:
+        if words and (m.group(2) or len(words) > 1):  # "the disease" names nothing; "Zorblax syndrome" does
             unknown.append(" ".join(words))
     return found, unknown
 
