@@ -112,3 +112,23 @@ def test_a_who_sized_user_document_survives_demo_rebuilds(
     hits = after.search("co-trimoxazole preventive therapy HIV", "user.u7", 3)
     assert hits and hits[0].section_title == "6.4 Co-trimoxazole preventive therapy"
     assert after.search("ambulatory blood pressure", "guidelines", 1)[0].doc_id == cli_doc.docs[0]
+
+
+def test_docs_cli_add_list_search_delete(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from tests.test_kb_cli import run
+
+    base = ["--preset", "test", "--set", f"paths.index_dir={tmp_path / 'idx'}", "--set",
+            f"paths.data_dir={tmp_path / 'data'}"]  # fmt: skip
+    code, out, _ = run([*base, "kb", "docs", "add", str(DATA / "guideline_small.md"), "--owner", "u3", "--json"], capsys)
+    assert code == 0 and json.loads(out)["docs_added"] == 1
+    code, out, _ = run([*base, "kb", "docs", "list", "--owner", "u3", "--json"], capsys)
+    listed = json.loads(out)
+    assert [(d["space"], d["file_name"], d["shared"]) for d in listed] == [("user.u3", "guideline_small.md", False)]
+    code, out, _ = run([*base, "kb", "search", "blood pressure", "--kb", "user.u3", "--json"], capsys)
+    assert code == 0 and str(tmp_path) not in json.loads(out)[0]["source"]  # never the kept path
+    code, out, err = run([*base, "kb", "search", "x", "--kb", "user/../../etc", "--json"], capsys)
+    assert code == 2 and "Unknown knowledge base" in err
+    code, out, _ = run([*base, "kb", "docs", "delete", listed[0]["doc_id"], "--owner", "u3", "--json"], capsys)
+    assert code == 0 and json.loads(out)["chunks_removed"] == listed[0]["n_chunks"]
