@@ -177,3 +177,51 @@ def test_three_concurrent_uploads_to_one_kb_keep_all_three(
     assert not errors
     docs = KnowledgeBase(settings, embedder, counter).stats()["user"]["documents"]
     assert sorted(d["source"] for d in docs) == sorted(str(p) for p in files)
+
+
+def _flate_bomb_pdf(mb: int) -> bytes:
+    """A one-page PDF whose content stream inflates from a few hundred KB to ``mb`` MB of text operators."""
+    import zlib
+
+    ops = b"BT /F1 10 Tf 50 700 Td (bomb) Tj ET\n" * (mb * 1024 * 1024 // 36)
+    stream = zlib.compress(ops, 9)
+    objs = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 5 0 R >> >> "
+        b"/Contents 4 0 R >>",
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out, offsets = bytearray(b"%PDF-1.4\n"), []
+    for n, body in enumerate(objs, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % n + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1) + b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, xref)
+    return bytes(out)
+
+
+@pytest.mark.slow
+def test_a_pdf_decompression_bomb_fails_alone(tmp_path: Path, counter: E5TokenCounter) -> None:
+    bomb = tmp_path / "bomb.pdf"
+    bomb.write_bytes(_flate_bomb_pdf(150))
+    good = tmp_path / "good.md"
+    good.write_bytes(b"## Fine\n\nA small document that parses.\n")
+    assert bomb.stat().st_size < 2 * 1024 * 1024
+    settings = KBSettings(progress=False, parse_memory_mb=256, parse_cpu_seconds=20)
+    docs, errors = parse_files([bomb, good], "guideline", "user", settings, counter)
+    assert [d.source for d in docs] == [str(good)]
+    assert len(errors) == 1 and errors[0].source == str(bomb)
+
+
+@pytest.mark.timeout(60)
+def test_deeply_nested_markdown_is_bounded(counter: E5TokenCounter) -> None:
+    data = b"## Nest\n\n" + b"> " * 50_000 + b"quoted\n\n" + b"- " * 50_000 + b"item\n"
+    try:  # markdown-it caps nesting: the deep text may be dropped, but the parse ends at once, typed
+        doc = parse_guideline(data, "nest.md", "user", CFG, counter)
+    except DocumentError as exc:
+        assert "no text" in str(exc)
+    else:
+        assert all(c.section_path == ("Nest",) for c in doc.chunks)
