@@ -112,7 +112,7 @@ def image_panel(scan: ScanRow, *, show_reading: bool) -> None:
         with cols[-1]:
             if show_reading:
                 st.markdown(f"**AI reading**\n\n{scan.diagnosis}")
-                st.progress(scan.confidence, text=f"AI confidence {scan.confidence:.0%}")
+                st.markdown(f"AI confidence **{scan.confidence:.0%}**")
                 st.caption("Shown beside the image, never drawn on it. A draft for review, not a diagnosis.")
             else:
                 st.caption("The reading of these images appears with your doctor's signed report.")

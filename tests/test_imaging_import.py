@@ -17,6 +17,7 @@ from pydicom.uid import RLELossless
 from sqlalchemy import select
 
 from core.cli import main
+from core.contracts import EmptyReason
 from core.errors import ImageRejectedError, NotFoundError
 from core.imaging.importer import AWAITING_READING, import_images
 from core.imaging.store import ImageStore
@@ -56,6 +57,9 @@ def test_grouping_by_patient_study_and_series(rt: Runtime, tmp_path: Path) -> No
     assert len({sc.patient_id for sc in scans}) == 3  # three different original patients
     assert all(sc.ai_diagnosis == AWAITING_READING and sc.embedding is None for sc in scans)
     assert "no embedding" in summary.embedding_note
+    # no scan embedding: similar-case search gives the contract's fixed empty answer with its reason
+    result = rt.search.similar_cases(summary.scans[0].scan_id)
+    assert result.cases == [] and result.empty_reason == EmptyReason.NO_EMBEDDING
     assert audit_outcomes(rt) == ["ok"]
 
 
