@@ -50,6 +50,7 @@ from core.answer.guard_lexicon import (
     RECOMMENDATION_VOCABULARY,
     STOPWORDS,
     number_values,
+    stem,
 )
 from core.contracts import INSUFFICIENT_DATA, BundleResult
 from core.privacy.text import normalise, strip_markup
@@ -124,13 +125,23 @@ def _conditions() -> tuple[str, ...]:
     return tuple(sorted({normalise(c.diagnosis) for c in CATALOG}, key=len, reverse=True))
 
 
+@functools.lru_cache(maxsize=8)
+def _stems(vocabulary: frozenset[str]) -> frozenset[str]:
+    return frozenset(stem(w) for w in vocabulary)
+
+
 def _unsupported(plain: str, facts: BundleFacts, vocabulary: frozenset[str]) -> list[str]:
+    stems = _stems(vocabulary)
+
+    def known(w: str) -> bool:
+        return w in STOPWORDS or w in vocabulary or stem(w) in stems or facts.knows_word(w)
+
     out: list[str] = []
     for w in content_words(plain):
-        if w in STOPWORDS or w in vocabulary or facts.knows_word(w):
+        if known(w):
             continue
         parts = [p for p in w.split("-") if p]
-        if len(parts) > 1 and all(p in STOPWORDS or p in vocabulary or facts.knows_word(p) for p in parts):
+        if len(parts) > 1 and all(known(p) for p in parts):
             continue
         if w not in out:
             out.append(w)

@@ -95,6 +95,10 @@ def facts_for(result: BundleResult) -> BundleFacts:
     texts += list(bundle.patientContext.pastConditions)
     texts += [bundle.currentScan.anatomy, (bundle.currentScan.region or "").replace("_", " ")]
     facts.phrases = sorted({normalise(t) for t in texts if t.strip()}, key=len, reverse=True)
+    for phrase in facts.phrases:  # "multiple sclerosis" -> "ms", "community-acquired pneumonia" -> "cap"
+        parts = re.findall(r"[a-z]+", phrase)
+        if 2 <= len(parts) <= 5:
+            facts.words.add("".join(p[0] for p in parts))
     reports = [t for r in bundle.priorReports for t in (r.findings, r.impression)]
     facts.advice_free_reports = sorted({normalise(t) for t in reports if t.strip()}, key=len, reverse=True)
     return facts

@@ -201,6 +201,8 @@ ANSWER_VOCABULARY = frozenset(
     judging judgement decide decided decides reading's nearest-neighbour ranked rank ranks ranking order ordered
     first-ranked listed alone based-on drawn draw draws taken take takes derived derive measure measured
     measures measurement estimate estimated
+    need needs needed needing require requires required requiring illness ill sick sicker unwell context
+    contexts score scored similarly-scored percent-similar
         """
     )
 )
@@ -279,12 +281,13 @@ def number_values(text: str) -> list[float]:
     return values
 
 
-_SUFFIXES = ("ations", "ation", "ness", "ments", "ment", "ously", "ous", "ies", "ied", "ing", "ed", "es", "ly", "s")
+_SUFFIXES = ("ations", "ation", "ness", "ments", "ment", "ously", "ous", "ies", "ied", "ing", "ed", "ly", "s")
 
 
 def stem(word: str) -> str:
-    """A light suffix strip so plurals and inflections match ("showed" -> "show", "cases" -> "cas")."""
+    """A light suffix strip so inflections meet ("relapses"/"relapse", "recovery"/"recovered", "cases"/"case")."""
     for suffix in _SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
-    return word
+            word = word[: -len(suffix)]
+            break
+    return word[:-1] if len(word) > 4 and word.endswith(("e", "y")) else word
