@@ -12,7 +12,7 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Generator
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -26,6 +26,7 @@ from core.cases import build_context_bundle
 from core.contracts import AskAnswer, BundleResult, no_comparable_answer
 from core.errors import CasebookError, InvalidInputError, NotFoundError
 from core.llm.base import LLM
+from core.llm.budget import CancelToken, feature_budget
 from core.runtime import Runtime
 from core.store.models import User
 
@@ -172,7 +173,8 @@ def _with_llm(rt: Runtime, result: BundleResult, instant: AskResult, q: str, llm
     """The guarded LLM answer within the time budget, or the instant answer with the reason it stands."""
     messages = ask_messages(result, q, instant.answer.answer)
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
-    future = pool.submit(llm.chat, messages)
+    # the backend itself stops at the budget instead of generating on for llm.timeout_s
+    future = pool.submit(CancelToken(feature_budget(rt.settings, "ask")).bind(llm).chat, messages)
     try:
         completion = future.result(timeout=rt.settings.ask.llm_budget_s)
         return _from_guard(rt, result, enforce(completion.text, result), instant, started)
@@ -213,7 +215,7 @@ def ask_question(rt: Runtime, scan_id: str, question: str, doctor_id: int, llm: 
 
 def stream_answer(
     rt: Runtime, scan_id: str, question: str, doctor_id: int, llm: LLM | None = None
-) -> Iterator[AskEvent]:
+) -> Generator[AskEvent, None, None]:
     """Yield the instant answer, then LLM text deltas, then the final guarded answer.
 
     The question is stored before the first event. If the consumer stops early (a page rerun
@@ -234,7 +236,7 @@ def stream_answer(
         parts: list[str] = []
         final: AskResult | None = None
         try:
-            for delta in llm.stream(messages):
+            for delta in CancelToken(feature_budget(rt.settings, "ask")).bind(llm).stream(messages):
                 parts.append(delta)
                 yield AskEvent("delta", delta)
                 if time.monotonic() - started > rt.settings.ask.llm_budget_s:
