@@ -23,6 +23,7 @@ from core.imaging.importer import AWAITING_READING, import_images
 from core.imaging.store import ImageStore
 from core.runtime import Runtime, open_runtime
 from core.store.models import ImageIdentityMap, ImageInstance, ImageSeries, Scan, User
+from tests.backends import PgCluster, pg_cluster  # noqa: F401 - the fixture, for the PostgreSQL test
 from tests.conftest import make_settings
 from tests.imaging_support import audit_outcomes, copy_packaged, counts, edited, packaged
 
@@ -227,3 +228,29 @@ def test_cli_import_reports_errors_with_a_hint(tmp_path: Path, capsys: pytest.Ca
     assert main([*sets, "import-dicom", str(packaged("rtplan.dcm")), "--anatomy", "lung"]) == 2
     err = capsys.readouterr().err
     assert "no pixel data" in err and "hint:" in err
+
+
+@pytest.mark.postgres
+def test_postgres_two_replicas_share_the_store(pg_cluster: PgCluster, tmp_path: Path) -> None:  # noqa: F811
+    """On PostgreSQL, a study imported through one app replica opens from another (same store root)."""
+    from core.imaging.query import series_for_scan
+
+    url = pg_cluster.url_for(pg_cluster.create("img"))
+    shared = {"store_root": tmp_path / "shared-store", "encoder": "none"}
+    one = open_runtime(make_settings(tmp_path / "one", store={"url": url}, imaging=shared))
+    two = open_runtime(make_settings(tmp_path / "two", store={"url": url}, imaging=shared))
+    try:
+        summary = _import(one, copy_packaged(tmp_path / "in", "rtdose.dcm", "CT_small.dcm"), anatomy="abdomen")
+        bad = copy_packaged(tmp_path / "bad", "CT_small.dcm", "MR_truncated.dcm")
+        before = counts(two)
+        with pytest.raises(ImageRejectedError, match="truncated"):
+            _import(two, bad, anatomy="abdomen")
+        assert counts(two) == before
+        for scan in summary.scans:
+            views = series_for_scan(two.db, scan.scan_id)
+            frames = ImageStore.from_settings(two.settings).load_frames(views[0].slices[0][0])
+            assert frames.shape[0] == len(views[0].slices)
+        assert audit_outcomes(two) == ["ok", "rejected"]
+    finally:
+        one.db.dispose()
+        two.db.dispose()
