@@ -119,10 +119,11 @@ def show_result(result: QAResult) -> None:
                 f"**No answer (ABSTAIN).** {result.reason[:1].upper()}{result.reason[1:]}",
                 icon="🛑",
             )
-            st.caption(
-                f"Stopped at the {result.stage} step. Casebook answers only from retrieved guideline and "
-                "drug-label text; rephrase the question, pick another knowledge base, or consult the source."
-            )
+            if result.stage != "policy":  # a refused request gets no advice on rephrasing it
+                st.caption(
+                    f"Stopped at the {result.stage} step. Casebook answers only from retrieved guideline and "
+                    "drug-label text; rephrase the question, pick another knowledge base, or consult the source."
+                )
     else:
         m1, m2, m3 = st.columns(3)
         m1.metric("Bullets", len(result.bullets))
