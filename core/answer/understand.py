@@ -18,7 +18,7 @@ from typing import Literal
 
 from core.answer.lexicon import AMBIGUOUS_ABBREVIATIONS, Entity, correct_token, surface_index
 
-__all__ = ["EVENTS", "Event", "Intent", "Understanding", "normalise", "understand"]
+__all__ = ["EVENTS", "SEVERITIES", "Event", "Intent", "Understanding", "normalise", "understand"]
 
 Intent = Literal[
     "outcomes",
