@@ -33,7 +33,8 @@ def _assistant(content: str, cited: list[str], confidence: str | None, key: str,
         st.warning(f"**The AI abstained.** {content}\n\n{why[0].upper() + why[1:]}", icon="🛑")
     else:
         st.markdown(escape_markdown(content))  # model text renders as plain text: no links, images or HTML
-    confidence_badge(confidence)
+    if content != OUT_OF_SCOPE:  # a pointer to Guideline QA is no case-based answer: no evidence badge
+        confidence_badge(confidence)
     citation_chips(cited, key)
 
 
