@@ -261,3 +261,18 @@ def test_a_stream_left_early_still_answers_the_question(fresh: Runtime, llm_serv
     assert not last["pending"] and last["citedCaseIds"]  # the instant answer stands, the question is answered
     ask_question(rt, sid, "How severe were the similar cases?", doc)  # and the next question is accepted
     assert [m["role"] for m in history(rt.db, sid, doc)] == ["user", "assistant"] * 2
+
+
+def test_chat_points_a_treatment_question_to_guideline_qa(fresh: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.test_app_support import page, texts, use_root, user_of
+
+    use_root(fresh.settings.paths.data_dir.parent, monkeypatch)
+    at = page("scan_review", user_of(fresh, "dr.chen"), scan_of(fresh, "priya.nair")).run()
+    at.chat_input[0].set_value("Which antibiotic should we start?").run()
+    assert not at.exception
+    assert OUT_OF_SCOPE.split(". ")[0] in texts(at)
+    assert not [b for b in at.button if (b.key or "").startswith("chip-")], "no case is cited"
+    link = [b for b in at.button if (b.key or "").startswith("to-guidelines-")]
+    assert link and link[0].label == "Ask Guideline QA instead"
+    link[0].click().run()
+    assert at.session_state["guideline-question"] == "Which antibiotic should we start?"
