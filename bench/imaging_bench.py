@@ -106,7 +106,10 @@ def _write_series(folder: Path, n: int, compressed: bool) -> None:
         src.decompress()
         src.file_meta.TransferSyntaxUID = ExplicitVRLittleEndian
     study, series = generate_uid(), generate_uid()
+    stored = src.pixel_array.copy() if not compressed else None
     for k in range(n):
+        if stored is not None:  # each slice differs (as in a real series), so each renders to a new image
+            src.PixelData = np.roll(stored, k * 3, axis=0).tobytes()
         src.StudyInstanceUID, src.SeriesInstanceUID = study, series
         src.SOPInstanceUID = src.file_meta.MediaStorageSOPInstanceUID = generate_uid()
         src.InstanceNumber = k + 1
@@ -136,10 +139,68 @@ def bench_import(n: int) -> dict[str, Any]:
     return out
 
 
+def bench_browser(n: int, steps: int = 20) -> dict[str, Any]:
+    """End to end in headless Chromium: a slider step to the new 512x512 image shown (Streamlit round trip included)."""
+    import bcrypt
+    from playwright.sync_api import sync_playwright
+
+    from core.store.models import User
+    from tests.test_app_support import (
+        CHROMIUM,
+        CHROMIUM_ARGS,
+        free_port,
+        log_in,
+        start_server,
+        stop_server,
+        wait_healthy,
+    )
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "in").mkdir()
+        _write_series(root / "in", n, compressed=False)
+        settings = load_settings("test", paths={"data_dir": root / "data", "index_dir": root / "indexes"})
+        rt = open_runtime(settings)
+        with rt.db.session() as s:
+            pw = bcrypt.hashpw(b"bench-pass", bcrypt.gensalt(rounds=4)).decode()
+            s.add(User(username="dr.bench", display_name="Bench Doctor", role="doctor", password_hash=pw))
+        import_images(rt.settings, rt.db, [root / "in"], anatomy="brain")
+        rt.db.dispose()
+        port = free_port()
+        proc = start_server(root, port, root / "streamlit.log")
+        times: list[float] = []
+        try:
+            wait_healthy(port, proc)
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+                page = browser.new_page(viewport={"width": 1400, "height": 1400})
+                page.set_default_timeout(60_000)
+                log_in(page, f"http://127.0.0.1:{port}", "dr.bench", "bench-pass")
+                img = page.locator(".st-key-viewer [data-testid='stImage'] img").first
+                img.wait_for()
+                slider = page.locator(".st-key-viewer").get_by_role("slider").last
+                slider.focus()
+                shown = (
+                    "b => { const i = document.querySelector(\".st-key-viewer [data-testid='stImage'] img\");"
+                    " return i && i.src !== b && i.complete && i.naturalWidth > 0; }"
+                )
+                for _ in range(steps):
+                    before = img.get_attribute("src")
+                    t = time.perf_counter()
+                    page.keyboard.press("ArrowRight")
+                    page.wait_for_function(shown, arg=before)
+                    times.append(time.perf_counter() - t)
+                    slider.focus()
+                browser.close()
+        finally:
+            stop_server(proc)
+    return {"slices": n, "steps": steps, "slider_step_to_new_image": _ms(times), "target_ms": 300}
+
+
 def main() -> None:
     """Run the chosen benchmark and print JSON."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", choices=["slices", "import", "all"])
+    parser.add_argument("what", choices=["slices", "import", "browser", "all"])
     parser.add_argument("--n", type=int, default=40)
     args = parser.parse_args()
     result: dict[str, Any] = {"loadavg_before": os.getloadavg(), "cpus": os.cpu_count()}
@@ -147,6 +208,8 @@ def main() -> None:
         result["slice_change"] = bench_slices(args.n)
     if args.what in ("import", "all"):
         result["import"] = bench_import(args.n)
+    if args.what in ("browser", "all"):
+        result["browser"] = bench_browser(args.n)
     result["loadavg_after"] = os.getloadavg()
     print(json.dumps(result, indent=2))
 

@@ -68,6 +68,7 @@ def _pick_series(series: list[SeriesView], key: str) -> SeriesView:
     return series[i]
 
 
+@st.fragment  # a slider step or a window change reruns the viewer alone, not the whole page
 def image_panel(scan: ScanRow, *, show_reading: bool) -> None:
     """The viewer for ``scan``; with ``show_reading`` the AI reading sits in a column beside the image."""
     series = scan_series(scan.scan_id, settings_json())
