@@ -95,7 +95,8 @@ def test_packaged_dicom_leaves_no_identifier_anywhere(
         fresh.settings.paths.data_dir.parent,
         imaging=imaging,
         search={"encoder_id": enc_id},  # the index is rebuilt for this encoder: imported scans get neighbours
-        safety={"min_scan_confidence": 0.0},
+        # a random tiny encoder finds no truly similar case: let every neighbour through so the LLM is called
+        safety={"min_scan_confidence": 0.0, "min_similarity": 0.0},
         llm=llm_server.llm_overrides("openai"),
     )
     rt = open_runtime(settings)
