@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 import bcrypt
-from sqlalchemy import delete, func, select, text, update
+from sqlalchemy import func, select, text, update
 
 from core import audit
 from core.errors import AccessDeniedError, RateLimitedError
@@ -122,7 +122,9 @@ def authenticate(
     attempt is recorded and the lock tested in one serialised transaction
     *before* the password is checked, and an attempt in flight counts as a
     failure, so N simultaneous guesses check at most ``max_failures`` passwords.
-    A success clears the account's failures. Every outcome is audited (ids only).
+    Failures leave the count only by ageing out of the window: a success does
+    not erase them, since a success racing a burst of guesses would otherwise
+    let another ``max_failures`` guesses through. Every outcome is audited (ids only).
     """
     name = (username or "").strip().lower()
     with db.read_only() as s:
@@ -145,10 +147,6 @@ def authenticate(
         if attempt_ids:
             status = "ok" if ok else "failed"
             s.execute(update(LoginAttempt).where(LoginAttempt.id.in_(attempt_ids)).values(status=status))
-            if ok:
-                s.execute(
-                    delete(LoginAttempt).where(LoginAttempt.key_hash == keys[0][0], LoginAttempt.status == "failed")
-                )
         audit.record_in(s, audit.LOGIN if ok else audit.LOGIN_FAILED, actor)
     return found if ok else None
 
