@@ -13,6 +13,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from core.privacy.deid import Deidentifier
 from core.privacy.text import normalise
@@ -44,3 +46,26 @@ def test_sentences_without_identifiers_are_unchanged() -> None:
     deid = Deidentifier(CORPUS["users"])
     clean = [r["text"] for r in ROWS if not r["spans"]]
     assert [deid.scrub(t) for t in clean] == clean
+
+
+_FILLER = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40)
+_DIGITS = st.from_regex(r"[0-9]{6,12}", fullmatch=True)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    name=st.sampled_from(CORPUS["users"]),
+    number=_DIGITS,
+    before=_FILLER,
+    after=_FILLER,
+    hide=st.sampled_from(["", "\u200b", "\u2060", "\u00ad"]),
+)
+def test_a_planted_name_or_number_never_survives(name: str, number: str, before: str, after: str, hide: str) -> None:
+    """Whatever surrounds them, and with a zero-width or soft-hyphen character inside, they are replaced."""
+    first, last = name.split(" ", 1)
+    hidden = first[:2] + hide + first[2:]
+    text = f"{before} {hidden} {last}, record {number[:3]}{hide}{number[3:]} {after}"
+    out = normalise(Deidentifier(CORPUS["users"]).scrub(text))
+    assert not re.search(rf"(?<!\w){re.escape(normalise(last))}(?!\w)", out)
+    assert not re.search(rf"(?<!\w){re.escape(normalise(first))}(?!\w)", out)
+    assert number not in out
