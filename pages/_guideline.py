@@ -1,10 +1,8 @@
-"""Guideline QA widgets: the question form, the answer with its evidence trail, uploads and plain KB search."""
+"""Guideline QA widgets: the question form, the answer with its evidence trail, and plain KB search."""
 
 from __future__ import annotations
 
 import re
-import tempfile
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import streamlit as st
@@ -34,7 +32,6 @@ EXAMPLES = (
     "Which antibiotics are recommended for outpatient community-acquired pneumonia without comorbidities?",
     "What are the contraindications of ceftriaxone?",
 )
-UPLOAD_TYPES = ["md", "markdown", "html", "htm", "pdf", "xml", "zip"]
 RESULT_KEY = "guideline:result"
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*")
 
@@ -83,14 +80,17 @@ def kb_summary(kb: KnowledgeBase) -> dict[str, Any]:
 
 
 def _bullet(i: int, b: Bullet, with_evidence: bool) -> None:
-    from core.guideline.present import source_line, table_rows
+    from core.guideline.present import source_line, split_tables, table_rows
 
     rows = table_rows(b.text)
     if rows:
         st.markdown(f"**{i}.** From a table:")
         st.table(rows)
-    else:
-        st.markdown(f"**{i}.** {_escape(b.text)}")
+    for n, block in enumerate(split_tables(b.text) if not rows else []):
+        if isinstance(block, list):  # a table row, or a lead-in and the table it introduces
+            st.table(block)
+        else:
+            st.markdown((f"**{i}.** " if n == 0 else "") + _escape(block.replace("\n", " ")))
     if with_evidence:
         st.markdown("> " + highlight(b.evidence.text, b.text))
         st.caption(f"Source: {source_line(b.evidence.source, b.evidence.demo)} · word overlap {b.overlap:.0%}")
@@ -113,6 +113,8 @@ def show_result(result: QAResult) -> None:
 
     label, colour = ROUTE_BADGE.get(result.route, (result.route, "gray"))
     st.badge(label, color=colour)  # type: ignore[arg-type]
+    if any(e.kb == "user" or e.kb.startswith("user.") for e in getattr(result, "evidence", [])):
+        st.badge("Your documents", color="green")
     if result.kind == "abstain":
         with st.container(border=True):
             st.warning(
@@ -195,60 +197,6 @@ def ask_panel(settings: str, kbs: dict[str, Any], spaces: tuple[str, ...] = ()) 
     result = st.session_state.get(RESULT_KEY)
     if result is not None:
         show_result(result)
-
-
-def upload_panel(settings: str, kbs: dict[str, Any], max_mb: int) -> None:
-    """Add documents to the ``user`` knowledge base and list what it holds."""
-    st.markdown(
-        "Add your own guideline documents (Markdown, HTML, PDF) or drug labels (SPL XML, DailyMed zip) to the "
-        "**user** knowledge base. They are searched by the knowledge-base search below; the guideline QA "
-        "routes use the curated guideline and label bases."
-    )
-    files = st.file_uploader(
-        "Documents",
-        type=UPLOAD_TYPES,
-        accept_multiple_files=True,
-        key="kb-upload",
-        help=f"Up to {max_mb} MB per file.",
-    )
-    if files and st.button("Add to my knowledge base", key="kb-ingest", type="primary"):
-        _ingest(settings, files, max_mb)
-    user = kbs.get("user", {})
-    docs = user.get("documents", []) if user.get("exists") else []
-    if not docs:
-        st.caption("Your knowledge base is empty.")
-        return
-    st.dataframe(
-        [{"document": d["title"] or d["doc_id"], "source": d["source"], "chunks": d["n_chunks"]} for d in docs],
-        hide_index=True,
-    )
-
-
-def _ingest(settings: str, files: list[Any], max_mb: int) -> None:
-    kb = kb_for(settings)
-    bar = st.progress(0.0, text="Starting…")
-    added, problems = 0, []
-    with tempfile.TemporaryDirectory(prefix="casebook-upload-") as tmp:
-        for i, f in enumerate(files):
-            bar.progress(i / len(files), text=f"Indexing {f.name} ({i + 1} of {len(files)})…")
-            if f.size > max_mb * 1024 * 1024:
-                problems.append(f"{f.name}: larger than {max_mb} MB")
-                continue
-            path = Path(tmp) / Path(f.name).name
-            path.write_bytes(f.getvalue())
-            kind = "spl" if path.suffix.lower() == ".xml" else "guideline"
-            try:
-                report = kb.ingest([path], kind, "user")
-            except CasebookError as exc:
-                problems.append(f"{f.name}: {exc}")
-                continue
-            added += len(report.docs)
-            problems += [f"{Path(e.source).name}: {e.error}" for e in report.errors]
-    bar.progress(1.0, text="Done")
-    if added:
-        st.success(f"Added {added} document(s) to your knowledge base.")
-    for p in problems:
-        st.error(f"Skipped {p}", icon="⚠️")
 
 
 def search_panel(settings: str, kbs: dict[str, Any]) -> None:

@@ -54,18 +54,28 @@ def mydocs_panel(settings: str, user: CurrentUser, max_mb: int) -> None:
         help=f"Each file may be up to {max_mb} MB. PDFs are read for their headings; scanned images are not.",
     )
     if files and st.button("Add documents", key="mydocs-add", type="primary"):
-        _upload(settings, owner, files, shared)
+        _upload(settings, user.id, owner, files, shared)
     _listing(settings, owner)
 
 
-def _upload(settings: str, owner: str, files: list[Any], shared: bool) -> None:
+def _upload(settings: str, user_id: int, owner: str, files: list[Any], shared: bool) -> None:
+    from core import audit
+    from core.kb.spaces import SHARED_SPACE, space_of
+    from pages._shared import get_runtime
+
     named = [(str(f.name), bytes(f.getvalue())) for f in files]
+    space = SHARED_SPACE if shared else space_of(owner)
     try:
         with st.spinner(f"Reading and indexing {len(named)} document(s)… large PDFs take a minute or two."):
             report = spaces_for(settings).upload(owner, named, shared=shared)
     except CasebookError as exc:
+        audit.record(get_runtime().db, audit.UPLOAD, user_id, space, outcome="error", files=len(named))
         show_error("The documents could not be added", exc)
         return
+    # who added how much to which space; never file names or contents
+    audit.record(get_runtime().db, audit.UPLOAD, user_id, space, outcome="ok" if report.docs else "error",
+                 files=len(named), docs=len(report.docs), chunks=report.chunks_added,
+                 errors=len(report.errors))  # fmt: skip
     flash = []
     if report.docs:
         where = "the shared space" if shared else "your documents"

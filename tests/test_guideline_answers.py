@@ -149,3 +149,27 @@ def test_none_text_and_tables_are_recognised() -> None:
     assert table_rows("Plain sentence without cells.") is None
     blocks = split_tables("Interpreting CURB-65\n| Score | Site |\n|---|---|\n| 0 | home |\nThen reassess.")
     assert blocks == ["Interpreting CURB-65", [["Score", "Site"], ["0", "home"]], "Then reassess."]
+
+
+def test_a_table_lead_in_or_header_carries_its_rows_and_no_row_is_repeated() -> None:
+    from core.guideline.compose import extractive_bullets, with_tables
+    from tests.test_guideline_gates import cand, hit
+
+    text = (
+        "CURB-65 is a five-item severity score for pneumonia in adults.\n"
+        "One point is given for each of the following:\n"
+        "Letter | Criterion\nC | Confusion of new onset\nU | Urea above 7 mmol/L\nR | Respiratory rate of 30 or more\n"
+        "A score of 3 or more means severe pneumonia."
+    )
+    pairs = dict(with_tables(text.splitlines()))
+    assert pairs["One point is given for each of the following:"][-1] == "R | Respiratory rate of 30 or more"
+    assert pairs["Letter | Criterion"] == ("C | Confusion of new onset", "U | Urea above 7 mmol/L",
+                                           "R | Respiratory rate of 30 or more")  # fmt: skip
+    assert pairs["C | Confusion of new onset"] == () and pairs["A score of 3 or more means severe pneumonia."] == ()
+    cfg = GuidelineQASettings(min_sentence_tokens=1)
+    chunk = hit("cap#c1", text, section_title="CURB-65", section_path=("CURB-65",))
+    drafts = extractive_bullets("What points are given in the CURB-65 score?", [cand(chunk)], cfg)
+    lead = next(d.text for d in drafts if d.text.startswith("One point"))
+    assert "Urea above 7 mmol/L" in lead and "Respiratory rate of 30 or more" in lead  # the lead-in is no answer alone
+    lines = [ln for d in drafts for ln in d.text.splitlines()]
+    assert len(lines) == len(set(lines))  # a row shown in a table bullet is not repeated as its own bullet

@@ -195,6 +195,28 @@ def test_markdown_front_matter_and_section_paths(counter: E5TokenCounter) -> Non
     assert "ACE inhibitor | yes" in treat and "every year" in treat and "**" not in treat
 
 
+def test_table_rows_stay_lines_of_their_own_in_chunks(counter: E5TokenCounter) -> None:
+    from core.guideline.present import split_tables
+    from core.guideline.text import split_sentences
+
+    md = (DATA / "guideline_small.md").read_bytes()
+    html = (
+        b"<h1>T</h1><h2>Treatment</h2><p>Choose by class.</p><table><tr><th>Drug class</th><th>First line</th></tr>"
+        b"<tr><td>ACE inhibitor</td><td>yes</td></tr><tr><td>Thiazide-like diuretic</td><td>yes</td></tr></table>"
+        b"<p>Offer lifestyle advice to every patient.</p>"
+    )
+    for name, data in (("g.md", md), ("g.html", html)):
+        doc = parse_guideline(data, name, "guidelines", CFG, counter)
+        treat = next(c.text for c in doc.chunks if c.section_path == ("Treatment",))
+        lines = treat.splitlines()
+        assert "ACE inhibitor | yes" in lines and "Thiazide-like diuretic | yes" in lines, (name, treat)
+        assert "Drug class | First line" in lines  # the header row too
+        assert any(ln.startswith("Offer lifestyle advice") for ln in lines)  # the text after a table starts a line
+        assert "ACE inhibitor | yes" in split_sentences(treat)  # one row can be quoted alone
+        table = next(b for b in split_tables(treat) if isinstance(b, list))
+        assert table == [["Drug class", "First line"], ["ACE inhibitor", "yes"], ["Thiazide-like diuretic", "yes"]]
+
+
 def test_html_headings_lists_and_meta(counter: E5TokenCounter) -> None:
     doc = parse_guideline((DATA / "guideline_small.html").read_bytes(), "g.html", "guidelines", CFG, counter)
     text = {c.section_path: c.text for c in doc.chunks}

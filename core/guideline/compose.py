@@ -28,6 +28,7 @@ __all__ = [
     "patient_prompt",
     "plain_language",
     "rank_sentences",
+    "with_tables",
 ]
 
 INSUFFICIENT = "INSUFFICIENT EVIDENCE"
@@ -74,7 +75,7 @@ def rank_sentences(
     for i, cand in enumerate(evidence):
         head = " ".join((cand.hit.title, cand.hit.section_title, *cand.hit.section_path, *cand.hit.drug_names))
         heading = key_tokens(head, cfg.stopwords)
-        for sentence in complete_sentences(cand.hit.text):
+        for sentence, table in with_tables(complete_sentences(cand.hit.text)):
             tokens = key_tokens(sentence, cfg.stopwords)
             if len(tokens) < cfg.min_sentence_tokens or len(sentence) > cfg.max_sentence_chars:
                 continue
@@ -87,8 +88,32 @@ def rank_sentences(
                     continue
                 score += cfg.slot_fill_weight * (fit - 1) + cfg.focus_weight * focus_coverage(sentence, slot.focus, cfg)
             if coverage >= cfg.min_question_overlap and score > getattr(scored.get(sentence), "score", -1.0):
-                scored[sentence] = Scored(score, sentence, i, source_label(cand.hit))
+                text = "\n".join((sentence, *table))  # a table's lead-in or header carries the table
+                scored[sentence] = Scored(score, text, i, source_label(cand.hit))
     return sorted(scored.values(), key=lambda s: s.score, reverse=True)
+
+
+def with_tables(sentences: list[str], max_rows: int = 12) -> list[tuple[str, tuple[str, ...]]]:
+    """Each sentence with the table it introduces (its rows), or ``()``.
+
+    Table rows are ``a | b`` lines (see :mod:`core.kb.guidelines`). A lead-in ending
+    with ``:`` directly before a table ("One point is given for each of the
+    following:"), and a table's header row, are no answer without the rows, so they
+    carry the next rows of the table (at most ``max_rows``).
+    """
+    out: list[tuple[str, tuple[str, ...]]] = []
+    for i, sentence in enumerate(sentences):
+        row = " | " in sentence
+        header = row and (i == 0 or " | " not in sentences[i - 1])
+        lead_in = not row and sentence.endswith(":")
+        rows: list[str] = []
+        if header or lead_in:
+            for later in sentences[i + 1 :]:
+                if " | " not in later or len(rows) >= max_rows:
+                    break
+                rows.append(later)
+        out.append((sentence, tuple(rows)))
+    return out
 
 
 def extractive_bullets(
@@ -96,8 +121,16 @@ def extractive_bullets(
     drug_names: Collection[str] = (),
 ) -> list[Draft]:  # fmt: skip
     """The ``max_bullets`` most relevant evidence sentences that answer the slot, verbatim, best first."""
-    ranked = rank_sentences(question, evidence, cfg, slot, drug_names)
-    return [Draft(s.text, (s.chunk + 1,)) for s in ranked[: cfg.max_bullets]]
+    drafts: list[Draft] = []
+    lines: set[str] = set()
+    for s in rank_sentences(question, evidence, cfg, slot, drug_names):
+        if lines.intersection(s.text.splitlines()):  # a row or table already shown by an earlier bullet
+            continue
+        drafts.append(Draft(s.text, (s.chunk + 1,)))
+        lines.update(s.text.splitlines())
+        if len(drafts) == cfg.max_bullets:
+            break
+    return drafts
 
 
 def complete_sentences(text: str) -> list[str]:

@@ -129,7 +129,9 @@ class GuidelineQA:
         ``route`` (``guideline``, ``drug`` or ``mixed``) overrides which knowledge bases
         are searched, as the app's selector does; an out-of-domain question still abstains.
         ``spaces`` are the asking doctor's document spaces (``core.kb.spaces.doctor_spaces``),
-        searched beside the curated KBs, or alone with ``only_spaces`` ("search my documents").
+        searched beside the curated KBs, or alone with ``only_spaces`` ("search my documents"): then a
+        question outside tuberculosis and pneumonia is answered from those documents too (a refused
+        request stays refused, and every bullet still passes the same gates).
         """
         trace = Trace()
         decision = route_question(question, self.lexicon, self.cfg)
@@ -141,18 +143,22 @@ class GuidelineQA:
         if decision.refused:
             return Abstention(question=question, route=decision.route, reason=decision.reason, stage="policy",
                               trace=trace)  # fmt: skip
+        mine = only_spaces and bool(spaces)
+        if decision.route == "out_of_domain" and mine:  # the doctor chose their own documents: no TB/CAP scope
+            decision = decision.model_copy(update={"route": "guideline", "reason": "search my documents only"})
+            trace.add("route", decision=decision.model_dump(), note="scope: my documents")
         if decision.route == "out_of_domain":
             return Abstention(question=question, route=decision.route, reason=decision.reason, stage="router",
                               trace=trace)  # fmt: skip
         synonyms = drug_synonyms(self.lexicon, decision.drugs, self.cfg.drug_aliases)
         slot = question_slot(question, self.cfg, synonyms)
         trace.add("slot", slot=slot.name, yes_no=slot.yes_no, focus=sorted(slot.focus))
-        structural = self._structural(decision, slot, trace)
+        structural = None if mine else self._structural(decision, slot, trace)  # label catalogue: curated KBs
         if structural is not None:
             return self._statement_answer(question, decision, slot, structural, trace)
         found = constrained_retrieval(
             question, decision, synonyms, self.retriever, self.cfg, self.settings.kb.rrf_k, trace, slot.focus,
-            spaces, only_spaces,
+            spaces, mine,
         )  # fmt: skip
         if not found.evidence:
             return Abstention(question=question, route=decision.route, reason=found.reason, stage=found.stage,

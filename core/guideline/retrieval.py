@@ -99,7 +99,7 @@ def _confidence(
     kb: str, cand: Candidate, features: dict[str, float], markers: list[str], cfg: GuidelineQASettings
 ) -> float:
     """One candidate's calibrated confidence: the KB's fitted model, or the cosine-only curve."""
-    coef = cfg.calib_model.get(kb)
+    coef = cfg.confidence_model(kb)
     if coef is None:
         mid, scale = cfg.calibration(kb)
         return confidence(cand.hit.dense_score, mid, scale)

@@ -353,13 +353,24 @@ class GuidelineQASettings(BaseModel):
         0.0, ge=0, le=1, description="Target: most share of delivered sentences failing the support checks."
     )
 
+    @staticmethod
+    def kb_key(kb: str, table: dict[str, object]) -> str:
+        """The key ``kb`` reads its values under in ``table``: a doctor's space ``user.<slug>`` uses ``user``'s."""
+        if kb not in table and kb.startswith("user."):
+            return "user"
+        return kb
+
     def calibration(self, kb: str) -> tuple[float, float]:
         """``(midpoint, scale)`` of the logistic confidence curve for ``kb``."""
         return (
-            self.calib_midpoint.get(kb, self.calib_midpoint["default"]),
-            self.calib_scale.get(kb, self.calib_scale["default"]),
+            self.calib_midpoint.get(self.kb_key(kb, dict(self.calib_midpoint)), self.calib_midpoint["default"]),
+            self.calib_scale.get(self.kb_key(kb, dict(self.calib_scale)), self.calib_scale["default"]),
         )
 
     def threshold(self, kb: str) -> float:
-        """Minimum calibrated retrieval confidence for ``kb``."""
-        return self.thresholds.get(kb, self.default_threshold)
+        """Minimum calibrated retrieval confidence for ``kb`` (a doctor's space: the ``user`` value)."""
+        return self.thresholds.get(self.kb_key(kb, dict(self.thresholds)), self.default_threshold)
+
+    def confidence_model(self, kb: str) -> dict[str, float] | None:
+        """The fitted confidence model of ``kb`` (a doctor's space: ``user``'s), or ``None``."""
+        return self.calib_model.get(self.kb_key(kb, dict(self.calib_model)))

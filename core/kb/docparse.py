@@ -96,7 +96,7 @@ def parse_markdown(data: bytes, source: str, settings: KBSettings) -> tuple[list
             elif inline:
                 blocks.append(Block(heads.path, inline))
         elif tok.type == "tr_close" and row:
-            blocks.append(Block(heads.path, " | ".join(c for c in row if c)))
+            blocks.append(Block(heads.path, " | ".join(c for c in row if c), row=True))
             row = []
         elif tok.type in ("fence", "code_block") and tok.content.strip():
             blocks.append(Block(heads.path, tok.content))
@@ -127,7 +127,7 @@ def parse_html(data: bytes, source: str, settings: KBSettings) -> tuple[list[Blo
                 continue
             heads.push(level, text)
         else:
-            blocks.append(Block(heads.path, _clean(text)))
+            blocks.append(Block(heads.path, _clean(text), row=kind == "row"))
     return [b for b in blocks if b.text], info
 
 

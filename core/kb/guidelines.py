@@ -3,7 +3,9 @@
 Each parser turns a file into :class:`Block` s (section path, text, page) and
 :func:`chunk_blocks` windows each section separately into chunks of
 ``settings.kb.chunk_tokens`` with ``chunk_overlap`` tokens of overlap, so a
-chunk never spans two sections and never cuts a word.
+chunk never spans two sections and never cuts a word. A table row (``row``
+blocks, ``a | b | c``) stays on a line of its own in the chunk text, so one
+row can be quoted alone and the page can show the rows as a table.
 """
 
 from __future__ import annotations
@@ -27,11 +29,12 @@ GUIDELINE_SUFFIXES = (".md", ".markdown", ".html", ".htm", ".pdf")
 
 @dataclass(frozen=True)
 class Block:
-    """A run of text under one section path; ``page`` is 1-based for PDFs."""
+    """A run of text under one section path; ``page`` is 1-based for PDFs; ``row``: one table row."""
 
     path: tuple[str, ...]
     text: str
     page: int | None = None
+    row: bool = False
 
 
 @dataclass
@@ -54,25 +57,28 @@ def chunk_blocks(
     blocks: list[Block], info: DocInfo, doc_id: str, source: str, kb: str, settings: KBSettings, counter: TokenCounter
 ) -> list[Chunk]:
     """Window every section's words into overlapping chunks and attach the metadata."""
-    sections: list[tuple[tuple[str, ...], list[tuple[str, int | None]]]] = []
+    # (word, page, starts a line): a table row, and the text after one, start a new line
+    sections: list[tuple[tuple[str, ...], list[tuple[str, int | None, bool]]]] = []
+    after_row = False
     for block in blocks:
-        words = [(w, block.page) for w in block.text.split()]
+        words = [(w, block.page, i == 0 and (block.row or after_row)) for i, w in enumerate(block.text.split())]
         if not words:
             continue
+        after_row = block.row
         if sections and sections[-1][0] == block.path:
             sections[-1][1].extend(words)
         else:
             sections.append((block.path, words))
     chunks: list[Chunk] = []
     for path, words in sections:
-        plain = [w for w, _ in words]
+        plain = [w for w, _, _ in words]
         for win in window_words(plain, settings.chunk_tokens, settings.chunk_overlap, counter):
             chunks.append(
                 Chunk(
                     chunk_id=f"{doc_id}#c{len(chunks)}",
                     doc_id=doc_id,
                     kb=kb,
-                    text=" ".join(plain[win.start : win.end]),
+                    text=_join(words[win.start : win.end]),
                     source=info.source or source,
                     title=info.title,
                     section_path=path,
@@ -83,6 +89,16 @@ def chunk_blocks(
                 )
             )
     return chunks
+
+
+def _join(words: list[tuple[str, int | None, bool]]) -> str:
+    """The words of a window as text, with a line break before every word that starts a line."""
+    out: list[str] = []
+    for i, (word, _, line) in enumerate(words):
+        if i:
+            out.append("\n" if line else " ")
+        out.append(word)
+    return "".join(out)
 
 
 def _parser_for(source: str) -> Callable[[bytes, str, KBSettings], tuple[list[Block], DocInfo]]:

@@ -56,7 +56,8 @@ def load_front_matter(text: str, source: str) -> dict[str, Any]:
 
 
 class HtmlDoc:
-    """What :func:`walk_html` found: title, meta tags and events ``("head", level, text)`` / ``("text", text)``."""
+    """What :func:`walk_html` found: title, meta tags and events ``("head", level, text)``, ``("text", 0, text)``
+    and ``("row", 0, "a | b")`` (one table row)."""
 
     def __init__(self) -> None:
         self.title = ""
@@ -135,7 +136,7 @@ class _Walker(HTMLParser):
 
     def _close_row(self) -> None:
         if self.row:
-            self.doc.events.append(("text", 0, " | ".join(c for c in self.row if c)))
+            self.doc.events.append(("row", 0, " | ".join(c for c in self.row if c)))
         self.row = None
 
     def finish(self) -> HtmlDoc:
