@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
 from core.answer.drafts import generate_report_draft
@@ -228,6 +230,18 @@ def test_case_ids_are_checked_in_any_spelling(copd: BundleResult, text: str) -> 
 def test_a_valid_id_in_another_spelling_is_kept_canonical(copd: BundleResult) -> None:
     report = enforce("Compare hc 12 and HC-4: both show COPD with emphysema.", copd)
     assert report.kept == [f"Compare {A} and {B}: both show COPD with emphysema."] and report.cited == [A, B]
+
+
+# -- property: a grounded sentence with one hostile token inserted anywhere is never kept ------------------------
+_TOKENS = ["amoxicillin", "thoracostomy", "[x](http://evil.example)", "<img src=x>", "www.evil.example", "ninety"]
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(token=st.sampled_from(_TOKENS), at=st.integers(0, 12), hide=st.sampled_from(["", "\u200b", "\u00ad"]))
+def test_one_hostile_token_anywhere_drops_the_sentence(copd: BundleResult, token: str, at: int, hide: str) -> None:
+    words = f"Based on similar cases, {A} and {B} show COPD with emphysema at 93% similarity.".split()
+    words.insert(min(at, len(words)), token[:2] + hide + token[2:])
+    assert enforce(" ".join(words), copd).kept == []
 
 
 # -- report drafts ---------------------------------------------------------------------------------------------------------
