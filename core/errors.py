@@ -21,7 +21,8 @@ Code catches the narrowest class it can handle; the CLI and the pages print
     │   └── EncoderMismatchError     queried with another encoder than the one that built it
     ├── DiskFullError                an index build ran out of room; the previous version serves
     ├── BackendError                 an LLM or embedding backend failed
-    │   ├── BackendTimeoutError
+    │   ├── BackendTimeoutError      past the feature's time budget, or certain to be
+    │   ├── BackendCancelledError    the user pressed Cancel; generation stopped
     │   └── BackendAuthError
     └── RateLimitedError             too many requests; retry_after_s says when
 
@@ -43,6 +44,7 @@ from pathlib import Path
 __all__ = [
     "AccessDeniedError",
     "BackendAuthError",
+    "BackendCancelledError",
     "BackendError",
     "BackendTimeoutError",
     "CasebookError",
@@ -226,6 +228,12 @@ class BackendError(CasebookError):
 
 class BackendTimeoutError(BackendError):
     """A backend did not answer within its time budget."""
+
+
+class BackendCancelledError(BackendError):
+    """Generation was stopped because the user cancelled it."""
+
+    hint = "Cancelled: the answer shown is the one without the model. Ask again to run the model."
 
 
 class BackendAuthError(BackendError):

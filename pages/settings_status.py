@@ -7,6 +7,7 @@ import json
 import streamlit as st
 
 from core.errors import CasebookError
+from core.llm.budget import budget_rows
 from pages._shared import get_runtime, require_user, show_error
 
 user = require_user(doctor=True)
@@ -20,8 +21,14 @@ c1.metric("Language model", s.llm.backend)
 c2.metric("Embeddings", s.embed.backend)
 c3.metric("Store", "SQLite" if rt.db.is_sqlite else rt.db.engine.dialect.name)
 c4.metric("Preset", s.preset)
+st.caption(f"Imaging encoder: `{s.search.encoder_id}` · top_k {s.search.top_k}")
+
+st.subheader("Model time budgets")
+st.dataframe(budget_rows(s), hide_index=True, width="stretch")
 st.caption(
-    f"Imaging encoder: `{s.search.encoder_id}` · top_k {s.search.top_k} · Ask AI budget {s.ask.llm_budget_s:g} s"
+    f"Each call is stopped at its budget (capped by `llm.timeout_s` = {s.llm.timeout_s:g} s), and a Cancel stops "
+    "it at once. The typical-call estimate (600-token prompt, 128-token answer) comes from the local model's own "
+    "speed in this process; it is empty until the model has run once."
 )
 
 st.subheader("Model files")

