@@ -44,7 +44,6 @@ USER_KEY = "user"
 SESSION_KEY = "session_token"
 SESSION_COOKIE = "casebook_session"
 SESSION_NOTICE = "session_notice"
-COOKIE_SYNCED = "session_cookie_synced"
 
 
 def settings_json() -> str:
@@ -161,8 +160,8 @@ def sync_session_cookie() -> None:
     parameter, so the token never lands in browser history or a shared link.
     """
     token = st.session_state.get(SESSION_KEY)
-    if token == _cookie_token() or st.session_state.get(COOKIE_SYNCED, "") == (token or None):
-        return  # the browser already holds it (or was told to in an earlier run of this session)
+    if token == _cookie_token():
+        return  # the browser sent this very cookie when the session opened
     if token is not None:
         max_age = int(get_runtime().settings.ui.session_max_lifetime_s)
         value = f"{SESSION_COOKIE}={token}; path=/; max-age={max_age}; SameSite=Strict"
@@ -171,8 +170,9 @@ def sync_session_cookie() -> None:
     script = (
         "<script>document.cookie = '" + value + "' + (location.protocol === 'https:' ? '; Secure' : '');</script>"
     )
-    st.html(script, unsafe_allow_javascript=True)
-    st.session_state[COOKIE_SYNCED] = token or None
+    # emitted on every run until the page is reloaded: a run cut short by a rerun may never render it
+    with st.sidebar:
+        st.html(script, unsafe_allow_javascript=True)
 
 
 def logout() -> None:
