@@ -72,7 +72,15 @@ def _eval(args: argparse.Namespace) -> int:
             fitted = {kb: {k: v for k, v in f.items() if k != "curves"} for kb, f in fitted.items()}
         emit(fitted, args.json)
         return 0
-    report = run_eval(qa, items)
+    from core.kb.index import kb_link
+    from core.kb.spaces import SHARED_SPACE
+    from core.kb.types import SPACE_PREFIX
+
+    target = getattr(args, "spaces", "") or SHARED_SPACE  # where `kb ingest-realistic` put the documents
+    root = qa.settings.paths.resolve(qa.settings.paths.index_dir)
+    spaces = tuple(k for k in target.split(",") if (k == SHARED_SPACE or k.startswith(SPACE_PREFIX))
+                   and kb_link(root, k).exists())  # fmt: skip
+    report = run_eval(qa, items, spaces)
     payload = report.model_dump(mode="json")
     if not args.json:
         payload = {k: v for k, v in payload.items() if k != "outcomes"}
@@ -98,6 +106,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="Fit the confidence model on the train split (k-fold checked), pick per-KB thresholds, report the test "
         "split, and print it.",
     )  # fmt: skip
+    p.add_argument("--spaces", default="",
+                   help="Document spaces searched for the realistic items (default: the shared space `user`, where "
+                   "`kb ingest-realistic` puts them).")  # fmt: skip
     p.add_argument("--plot", default="", help="With --calibrate: write the threshold sensitivity chart (PNG) here.")
     p.add_argument("--json", action="store_true", help="Print the report (with per-item outcomes) as JSON.")
     p.set_defaults(func=_eval)

@@ -273,12 +273,16 @@ def summarize(outcomes: list[ItemOutcome], backend: str, cfg: GuidelineQASetting
                       failed_targets=failed, outcomes=outcomes)  # fmt: skip
 
 
-def run_eval(qa: GuidelineQA, items: list[EvalItem]) -> EvalReport:
-    """Answer every item with ``qa`` and score it."""
+def run_eval(qa: GuidelineQA, items: list[EvalItem], spaces: tuple[str, ...] = ()) -> EvalReport:
+    """Answer every item with ``qa`` and score it.
+
+    ``realistic`` items are asked as a doctor would after uploading the realistic documents
+    (``kb ingest-realistic``): with the document ``spaces`` searched beside the curated KBs.
+    """
     outcomes = []
     for item in items:
         start = time.perf_counter()
-        result = qa.answer(item.question)
+        result = qa.answer(item.question, spaces=spaces if item.split == "realistic" else ())
         outcome = score_item(item, result, qa.lexicon, qa.cfg)
         outcome.seconds = round(time.perf_counter() - start, 3)
         outcomes.append(outcome)

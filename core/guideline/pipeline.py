@@ -96,6 +96,7 @@ class GuidelineQA:
         self.llm: LLM | None = llm if not isinstance(llm, str) else None
         self._catalog = catalog
         self._catalog_key: tuple[int, ...] = ()
+        self._space_catalogs: dict[tuple[object, ...], Catalog] = {}
 
     @property
     def catalog(self) -> Catalog:
@@ -134,7 +135,8 @@ class GuidelineQA:
         request stays refused, and every bullet still passes the same gates).
         """
         trace = Trace()
-        decision = route_question(question, self.lexicon, self.cfg)
+        lexicon = self.lexicon_for(spaces)
+        decision = route_question(question, lexicon, self.cfg)
         if route is not None and route != decision.route and decision.route != "out_of_domain":
             if route == "out_of_domain":
                 raise InvalidInputError("route override must be guideline, drug or mixed")
@@ -150,10 +152,10 @@ class GuidelineQA:
         if decision.route == "out_of_domain":
             return Abstention(question=question, route=decision.route, reason=decision.reason, stage="router",
                               trace=trace)  # fmt: skip
-        synonyms = drug_synonyms(self.lexicon, decision.drugs, self.cfg.drug_aliases)
+        synonyms = drug_synonyms(lexicon, decision.drugs, self.cfg.drug_aliases)
         slot = question_slot(question, self.cfg, synonyms)
         trace.add("slot", slot=slot.name, yes_no=slot.yes_no, focus=sorted(slot.focus))
-        structural = None if mine else self._structural(decision, slot, trace)  # label catalogue: curated KBs
+        structural = self._structural(decision, slot, trace, lexicon, self.catalog_for(spaces, curated=not mine))
         if structural is not None:
             return self._statement_answer(question, decision, slot, structural, trace)
         found = constrained_retrieval(
@@ -163,7 +165,7 @@ class GuidelineQA:
         if not found.evidence:
             return Abstention(question=question, route=decision.route, reason=found.reason, stage=found.stage,
                               trace=trace)  # fmt: skip
-        drafts = self._draft(question, found.evidence, slot, trace)
+        drafts = self._draft(question, found.evidence, slot, trace, lexicon.names())
         if not drafts:
             return Abstention(question=question, route=decision.route, stage="generation", trace=trace,
                               reason=_no_answer_reason(slot))  # fmt: skip
@@ -181,19 +183,59 @@ class GuidelineQA:
             slot=slot.name,
             bullets=bullets,
             evidence=[self._evidence_chunk(c) for c in found.evidence],
-            patient_summary=self._patient(bullets, trace),
+            patient_summary=self._patient(bullets, trace, lexicon.names()),
             backend=self.backend,
             confidence=max(c.confidence for c in found.evidence),
             trace=trace,
         )
 
-    def _structural(self, decision: RouteDecision, slot: Slot, trace: Trace) -> Statement | None:
+    def lexicon_for(self, spaces: tuple[str, ...]) -> DrugLexicon:
+        """The curated labels' drug names plus those of the labels in ``spaces`` (a doctor's uploaded labels)."""
+        index_of = getattr(self.retriever, "index", None)
+        if not spaces or index_of is None:
+            return self.lexicon
+        rows = [(e.name, kind, doc) for e in self.lexicon.entries.values() for kind in e.kinds for doc in e.doc_ids]
+        for kb in spaces:
+            try:
+                rows += index_of(kb).store.names()
+            except (IndexStateError, InvalidInputError):
+                continue  # an empty or missing space names no drug
+        return DrugLexicon.from_rows(rows)
+
+    def catalog_for(self, spaces: tuple[str, ...], curated: bool = True) -> Catalog:
+        """The label catalogue of the curated KBs (unless not ``curated``) and of the labels in ``spaces``."""
+        if not spaces:
+            return self.catalog
+        index_of = getattr(self.retriever, "index", None)
+        key: tuple[object, ...] = (spaces, curated)
+        if index_of is not None:
+            try:
+                key += tuple(id(index_of(kb)) for kb in spaces)
+            except (IndexStateError, InvalidInputError):
+                key += (-1,)
+        cached = self._space_catalogs.get(key)
+        if cached is not None:
+            return cached
+        root = self.settings.paths.resolve(self.settings.paths.assets_dir) / self.settings.kb.demo_subdir
+        found = build_catalog(self.retriever, spaces, root)
+        if curated:
+            base = self.catalog
+            found = Catalog({**base.sections, **found.sections}, {**base.titles, **found.titles},
+                            base.demo_docs | found.demo_docs)  # fmt: skip
+        if len(self._space_catalogs) > 16:
+            self._space_catalogs.clear()
+        self._space_catalogs[key] = found
+        return found
+
+    def _structural(
+        self, decision: RouteDecision, slot: Slot, trace: Trace, lexicon: DrugLexicon, catalog: Catalog
+    ) -> Statement | None:
         """A structural fact from the label catalogue for a one-drug, one-section question (or ``None``)."""
         if decision.route != "drug" or len(decision.drugs) != 1 or slot.name not in LABEL_SLOT_SECTIONS:
             return None
-        entry = self.lexicon.lookup(decision.drugs[0])
-        docs = list(entry.doc_ids) if entry else []
-        found = structural_statement(slot, docs, self.catalog, self.cfg)
+        entry = lexicon.lookup(decision.drugs[0])
+        docs = [d for d in entry.doc_ids if d in catalog.sections or d in catalog.titles] if entry else []
+        found = structural_statement(slot, docs, catalog, self.cfg)
         trace.add("structure", after=[found.text] if found else [], labels=docs, slot=slot.name,
                   finding=found.finding if found else None)  # fmt: skip
         return found
@@ -210,11 +252,12 @@ class GuidelineQA:
                         slot=slot.name, bullets=[], evidence=evidence, patient_summary=None, backend="structure",
                         confidence=1.0, trace=trace)  # fmt: skip
 
-    def _draft(self, question: str, evidence: list[Candidate], slot: Slot, trace: Trace) -> list[Draft]:
+    def _draft(
+        self, question: str, evidence: list[Candidate], slot: Slot, trace: Trace, names: list[str]
+    ) -> list[Draft]:
         """Bullets from the LLM, or from the extractive composer (no LLM, an LLM error, or an empty draft)."""
         failure: dict[str, str] = {}
         if self.llm is not None:
-            names = self.lexicon.names()
             sentences = rank_sentences(question, evidence, self.cfg, slot, names)[: self.cfg.llm_evidence_sentences]
             if not sentences:
                 trace.add("generate", backend=self.backend, raw="", note="no evidence sentence to prompt with")
@@ -232,7 +275,7 @@ class GuidelineQA:
                               unresolved_citations=unknown)  # fmt: skip
                     return drafts
                 failure = {"fallback_from": self.backend, "error": f"no bullet in the reply: {reply.text[:200]!r}"}
-        drafts = extractive_bullets(question, evidence, self.cfg, slot, self.lexicon.names())
+        drafts = extractive_bullets(question, evidence, self.cfg, slot, names)
         trace.add("generate", after=[d.text for d in drafts], backend="extractive",
                   fallback_from=failure.get("fallback_from"), error=failure.get("error"))  # fmt: skip
         return drafts
@@ -265,7 +308,7 @@ class GuidelineQA:
                              section_path=list(hit.section_path), confidence=round(cand.confidence, 4), boost=cand.boost,
                              demo=hit.doc_id in self.catalog.demo_docs)  # fmt: skip
 
-    def _patient(self, bullets: list[Bullet], trace: Trace) -> str | None:
+    def _patient(self, bullets: list[Bullet], trace: Trace, names: list[str]) -> str | None:
         """A patient-friendly summary whose sentences introduce no medical entity absent from the bullets."""
         if self.cfg.patient_summary == "off":
             return None
@@ -278,7 +321,7 @@ class GuidelineQA:
                 source = self.backend
             except BackendError as exc:
                 log.warning("guideline QA: patient summary LLM failed (%s); using the glossary", exc)
-        kept, dropped = entity_guard(draft, "\n".join(clinician), self.lexicon.names(), self.cfg)
+        kept, dropped = entity_guard(draft, "\n".join(clinician), names, self.cfg)
         trace.add("entity_guard", before=[draft], after=kept, source=source,
                   dropped=[{"sentence": s, "new_entities": e} for s, e in dropped])  # fmt: skip
         return " ".join(kept) or None
