@@ -1,23 +1,31 @@
 """End to end in headless Chromium: a doctor uploads a document, sees it listed by title, and an answer cites it.
 
+Then the demo content is made stale and rebuilt by ``core setup``'s KB step (``make run`` runs it before the app):
+the demo KBs are rebuilt, the document survives, and after a restart it still answers.
 Runs ``streamlit run app.py`` over a private copy of the demo database and knowledge bases
 (see tests/test_browser.py). Screenshots go to ``test-artifacts/browser/`` (git-ignored).
 """
 
 from __future__ import annotations
 
+import json
 import shutil
+import subprocess
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from sqlalchemy import select
 
+from core.audit import UPLOAD
+from core.kb import ensure_demo_kb
 from core.kb.base import KnowledgeBase
+from core.kb.index import MANIFEST, kb_link
 from core.kb.spaces import DocumentSpaces, owner_key
 from core.runtime import open_runtime
 from core.settings import REPO_ROOT
-from core.store.models import User
+from core.store.models import AuditLog, User
 from tests.conftest import make_settings
 from tests.test_app_support import CHROMIUM, CHROMIUM_ARGS, free_port, log_in, start_server, stop_server, wait_healthy
 
@@ -52,28 +60,74 @@ immunocompromised and a treatment supporter has been named.
 """
 
 
+@dataclass
+class App:
+    """The running app over ``root``; :meth:`restart` stops it and starts it again (as ``make run`` would)."""
+
+    root: Path
+    port: int
+    proc: subprocess.Popen[bytes]
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def restart(self) -> None:
+        stop_server(self.proc)
+        self.proc = start_server(self.root, self.port, ARTIFACTS / "streamlit-mydocs-2.log")
+        wait_healthy(self.port, self.proc)
+
+
 @pytest.fixture()
-def kb_app(demo_kb_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, Path]]:
-    """The app over a private copy of the demo database and knowledge bases: (base URL, root)."""
+def kb_app(demo_kb_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[App]:
+    """The app over a private copy of the demo database and knowledge bases."""
     shutil.copytree(demo_kb_root / "data", tmp_path / "data")
     shutil.copytree(demo_kb_root / "indexes", tmp_path / "indexes", symlinks=True)
     monkeypatch.setenv("CASEBOOK_KB__PROGRESS", "false")
-    port = free_port()
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    proc = start_server(tmp_path, port, ARTIFACTS / "streamlit-mydocs.log")
+    port = free_port()
+    app = App(tmp_path, port, start_server(tmp_path, port, ARTIFACTS / "streamlit-mydocs.log"))
     try:
-        wait_healthy(port, proc)
-        yield f"http://127.0.0.1:{port}", tmp_path
+        wait_healthy(port, app.proc)
+        yield app
     finally:
-        stop_server(proc)
+        stop_server(app.proc)
+
+
+def _ask_my_documents(page: object, shot: str) -> None:
+    """Ask the isolation question with "Search my documents only" and check the answer cites the upload."""
+    from playwright.sync_api import Page, expect
+
+    assert isinstance(page, Page)
+    page.get_by_role("tab", name="Ask").click()
+    page.get_by_text("Search my documents only").click()
+    page.get_by_role("textbox", name="Question").fill(
+        "How long do inpatients with pulmonary tuberculosis stay in isolation?"
+    )
+    page.get_by_role("button", name="Ask").click()
+    expect(page.get_by_text("Riverside Demo Hospital TB Isolation Protocol", exact=False).first).to_be_visible()
+    expect(page.get_by_text("three consecutive sputum smears", exact=False).first).to_be_visible()
+    expect(page.get_by_text("Your documents").first).to_be_visible()
+    page.screenshot(path=str(ARTIFACTS / shot))
+
+
+def _make_demo_stale(root: Path, kb: str) -> str:
+    """Change the demo fingerprint in ``kb``'s manifest (as a code or source change would); the old value."""
+    folder = kb_link(root / "indexes", kb).resolve()
+    assert folder.is_relative_to(root)  # a private copy, never the shared fixture
+    manifest = json.loads((folder / MANIFEST).read_text())
+    old = str(manifest["demo_fingerprint"])
+    manifest["demo_fingerprint"] = "stale"
+    (folder / MANIFEST).write_text(json.dumps(manifest))
+    return old
 
 
 def test_a_doctor_uploads_a_document_sees_it_by_title_and_an_answer_cites_it(
-    kb_app: tuple[str, Path], tmp_path_factory: pytest.TempPathFactory
+    kb_app: App, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     from playwright.sync_api import expect, sync_playwright
 
-    base, root = kb_app
+    base, root = kb_app.base, kb_app.root
     expect.set_options(timeout=TIMEOUT_MS)  # indexing on a loaded 2-core machine takes a while
     upload = tmp_path_factory.mktemp("upload") / "riverside_isolation.md"
     upload.write_text(PROTOCOL)
@@ -98,15 +152,20 @@ def test_a_doctor_uploads_a_document_sees_it_by_title_and_an_answer_cites_it(
             page.screenshot(path=str(ARTIFACTS / "13-my-documents.png"))
             assert "/tmp" not in page.content() and "casebook-upload" not in page.content()
 
-            page.get_by_role("tab", name="Ask").click()
-            page.get_by_text("Search my documents only").click()
-            page.get_by_role("textbox", name="Question").fill(
-                "How long do inpatients with pulmonary tuberculosis stay in isolation?"
-            )
-            page.get_by_role("button", name="Ask").click()
-            expect(page.get_by_text("Riverside Demo Hospital TB Isolation Protocol", exact=False).first).to_be_visible()
-            expect(page.get_by_text("three consecutive sputum smears", exact=False).first).to_be_visible()
-            page.screenshot(path=str(ARTIFACTS / "14-answer-from-my-document.png"))
+            _ask_my_documents(page, "14-answer-from-my-document.png")
+
+            # `make run`: `core setup` rebuilds the stale demo KBs (its step core.kb:ensure_demo_kb), the app restarts
+            old = _make_demo_stale(root, "guidelines")
+            ensure_demo_kb(make_settings(root, kb={"progress": False}))
+            rebuilt = kb_link(root / "indexes", "guidelines").resolve()
+            assert json.loads((rebuilt / MANIFEST).read_text())["demo_fingerprint"] == old  # rebuilt, not kept
+            kb_app.restart()
+            page = browser.new_page(viewport={"width": 1400, "height": 1800})
+            log_in(page, base, "dr.chen")
+            page.get_by_role("link", name="Guideline QA").click()
+            page.get_by_role("tab", name="My documents").click()
+            expect(page.get_by_text("Riverside Demo Hospital TB Isolation Protocol").first).to_be_visible()
+            _ask_my_documents(page, "15-answer-after-setup-and-restart.png")
         except Exception:
             page.screenshot(path=str(ARTIFACTS / "failure-mydocs.png"))
             raise
@@ -120,3 +179,9 @@ def test_a_doctor_uploads_a_document_sees_it_by_title_and_an_answer_cites_it(
     assert [(d.title, d.file_name, d.shared) for d in docs] == [
         ("Riverside Demo Hospital TB Isolation Protocol", "riverside_isolation.md", False)
     ]
+    with rt.db.read_only() as s:
+        rows = s.scalars(select(AuditLog).where(AuditLog.action == UPLOAD)).all()
+    assert [(r.actor_id, r.scan_ref, r.outcome, r.detail["docs"]) for r in rows] == [
+        (chen.id, f"user.{owner_key(chen.id)}", "ok", 1)
+    ]  # who added how much where; no file name
+    assert "riverside" not in json.dumps([r.detail for r in rows])

@@ -38,7 +38,8 @@ SPEC_KEYS = ("encoder_id", "dim", "tokenizer_id", "chunk_tokens", "chunk_overlap
 _CARRIED = ("demo_fingerprint", "demo_docs")  # manifest keys that survive an update
 
 # Bump when parsing or chunking changes what an index holds: demo KBs built by older code are rebuilt.
-PARSER_VERSION = 3
+# 4: guideline table rows (Markdown, HTML) stay lines of their own in chunks.
+PARSER_VERSION = 4
 
 Parser = Callable[[bytes, str, str, KBSettings, TokenCounter], Document]
 PARSERS: dict[str, tuple[Parser, tuple[str, ...]]] = {
