@@ -12,6 +12,7 @@ real service, the loopback LLM server and the demo database.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -20,6 +21,7 @@ from markdown_it import MarkdownIt
 
 from core.answer.drafts import generate_report_draft
 from core.answer.guard import enforce, guard_draft_sections
+from core.answer.guard_inputs import refusal_lists
 from core.cases import build_context_bundle
 from core.contracts import BundleResult, ContextBundle, CurrentScan, PatientContextOut, PriorReport, SimilarCaseBrief
 from core.llm.factory import make_llm
@@ -317,3 +319,11 @@ def test_the_chat_page_never_shows_rejected_or_live_text(
     shown = texts(at)
     assert "amoxicillin" not in shown.casefold() and "evil.example" not in shown
     assert not re.search(r"(?<!\\)\[[^\]]*(?<!\\)\]\(", shown), "no live Markdown link or image"
+
+
+def test_the_knowledge_base_lexicon_and_the_user_table_feed_the_guard(demo_kb_root: Path, copd: BundleResult) -> None:
+    lists = refusal_lists(make_settings(demo_kb_root))
+    assert "Rahul Mehta" in lists["names"] and lists["drugs"]
+    drug = next(d for d in lists["drugs"] if d.isalpha() and len(d) > 5)
+    assert "drug" in enforce(f"{A} responded to {drug}.", copd, **lists).removed[0][1]
+    assert "person" in enforce(f"Hope resembles {A}.", copd, names=["Hope Smith"]).removed[0][1]

@@ -53,6 +53,7 @@ from core.answer.guard_lexicon import (
     stem,
 )
 from core.contracts import INSUFFICIENT_DATA, BundleResult
+from core.privacy.deid import name_variants
 from core.privacy.text import normalise, strip_markup
 
 __all__ = ["DraftGuard", "GuardReport", "enforce", "guard_draft_sections", "refusal_reason", "split_sentences"]
@@ -100,7 +101,7 @@ def refusal_reason(plain: str, *, names: Iterable[str] = (), drugs: Iterable[str
     """Why normalised ``plain`` text is refused outright (person, drug, dose, procedure, advice, outside
     knowledge, certainty), or ``None``."""
     words = set(content_words(plain))
-    if hit := sorted(words & {normalise(n) for n in names if n}):
+    if hit := sorted(words & name_variants(names)):
         return f"names a person: {len(hit)} name(s)"
     if hit := sorted(words & (DRUGS | {normalise(d) for d in drugs if d})):
         return f"treatment advice (drug): {hit[0]!r}"

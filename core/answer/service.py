@@ -19,6 +19,7 @@ from typing import Literal
 from core.answer.compose import compose, confidence_for, out_of_scope_answer
 from core.answer.facts import AnswerFacts
 from core.answer.guard import GuardReport, enforce
+from core.answer.guard_inputs import refusal_lists
 from core.answer.prompt import ask_messages, prompt_hash
 from core.answer.records import audit, begin_exchange, check_rate_limit, complete_exchange
 from core.answer.understand import understand
@@ -177,7 +178,7 @@ def _with_llm(rt: Runtime, result: BundleResult, instant: AskResult, q: str, llm
     future = pool.submit(CancelToken(feature_budget(rt.settings, "ask")).bind(llm).chat, messages)
     try:
         completion = future.result(timeout=rt.settings.ask.llm_budget_s)
-        return _from_guard(rt, result, enforce(completion.text, result), instant, started)
+        return _from_guard(rt, result, enforce(completion.text, result, **refusal_lists(rt.settings)), instant, started)
     except concurrent.futures.TimeoutError:
         return replace(instant, path="extractive", reason="the model was slower than its time budget")
     except CasebookError as exc:
@@ -245,7 +246,9 @@ def stream_answer(
         except CasebookError as exc:
             final = replace(instant, path="extractive", reason=f"the model failed: {exc}")
         if final is None:
-            final = _from_guard(rt, result, enforce("".join(parts), result), instant, started)
+            final = _from_guard(
+                rt, result, enforce("".join(parts), result, **refusal_lists(rt.settings)), instant, started
+            )
         _finish(rt, scan_id, doctor_id, pending, final, llm.backend, prompt_hash(messages))
         done = True
         yield AskEvent("final", result=final)
