@@ -8,7 +8,9 @@ knowledge base of which only one survived.
 
 from __future__ import annotations
 
+import sys
 import threading
+import types
 from pathlib import Path
 
 import pytest
@@ -144,6 +146,21 @@ def test_a_worker_parse_gives_the_same_document(tmp_path: Path, counter: E5Token
     here = parse_guideline(src.read_bytes(), str(src), "user", CFG, counter)
     docs, errors = parse_files([src], "guideline", "user", CFG, counter)
     assert not errors and docs[0].chunks == here.chunks
+
+
+def test_a_worker_started_from_a_page_does_not_run_the_page(
+    tmp_path: Path, counter: E5TokenCounter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Streamlit makes the page ``__main__``; a spawned worker must not run it again (it would die there)."""
+    page = tmp_path / "page.py"
+    page.write_text("raise SystemExit('the page ran in the worker')\n")
+    main = types.ModuleType("__main__")
+    main.__file__ = str(page)
+    monkeypatch.setitem(sys.modules, "__main__", main)
+    src = Path(__file__).parent / "data" / "kb" / "guideline_small.md"
+    docs, errors = parse_files([src], "guideline", "user", CFG, counter)
+    assert not errors and len(docs) == 1 and docs[0].chunks
+    assert sys.modules["__main__"] is main  # put back after the worker started
 
 
 @pytest.fixture(scope="module")

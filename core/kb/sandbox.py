@@ -7,6 +7,12 @@ in the worker (reported, the worker lives on); one that burns its CPU time is ki
 ``SIGXCPU``; one that hangs past the wall-clock limit is killed by the parent. Each of
 these becomes a :class:`~core.kb.types.FileError` for that file only, a fresh worker
 takes the next file, and the app carries on.
+
+Streamlit runs each page as ``sys.modules["__main__"]`` with the page's path as
+``__file__``, and a spawned worker re-runs ``__main__`` from that path before it does
+anything (``multiprocessing.spawn.prepare``): the page would run again in the worker
+and die there. Workers are therefore started with a bare ``__main__``; they need
+nothing from it.
 """
 
 from __future__ import annotations
@@ -14,7 +20,11 @@ from __future__ import annotations
 import concurrent.futures as cf
 import multiprocessing as mp
 import resource
-from collections.abc import Callable, Iterable
+import sys
+import threading
+import types
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from core.errors import DocumentError
@@ -61,6 +71,22 @@ def _parse_one(parser: Parser, data: bytes, name: str, kb: str, settings: KBSett
         return f"{name}: nested too deeply to parse"
 
 
+_START = threading.Lock()
+
+
+@contextmanager
+def _bare_main() -> Iterator[None]:
+    """Hide the running ``__main__`` (a Streamlit page) while a worker is spawned."""
+    with _START:
+        main, bare = sys.modules.get("__main__"), types.ModuleType("__main__")
+        sys.modules["__main__"] = bare
+        try:
+            yield
+        finally:
+            if main is not None and sys.modules.get("__main__") is bare:
+                sys.modules["__main__"] = main
+
+
 def _pool(settings: KBSettings, counter: TokenCounter) -> cf.ProcessPoolExecutor:
     return cf.ProcessPoolExecutor(
         max_workers=1, mp_context=mp.get_context("spawn"), initializer=_init,
@@ -78,7 +104,8 @@ def parse_isolated(
         for item in items:
             pool = pool or _pool(settings, counter)
             assert item.data is not None
-            future = pool.submit(_parse_one, parser, item.data, item.name, kb, settings)
+            with _bare_main():  # a spawn pool starts its worker inside submit
+                future = pool.submit(_parse_one, parser, item.data, item.name, kb, settings)
             try:
                 out: Any = future.result(timeout=wall)
             except cf.process.BrokenProcessPool:
