@@ -242,3 +242,25 @@ def test_a_separate_app_role_has_no_update_or_delete_on_the_record(rw: Runtime, 
             c.execute(text(f"DROP OWNED BY {role}"))
             c.execute(text(f"DROP ROLE {role}"))
     assert _findings(rw, rid) == original
+
+
+def test_migration_0003_backfills_hashes_after_a_downgrade(rw: Runtime) -> None:
+    from alembic import command
+    from alembic.config import Config
+
+    from core import audit
+    from core.store.db import MIGRATIONS
+
+    rid, _ = _signed(rw)
+    amend_report(rw.db, rid, _user(rw, "dr.chen"), "Second.", "Pneumothorax.", "", reason="Added detail")
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    for step, target in ((command.downgrade, "0002"), (command.upgrade, "head")):
+        with rw.db.engine.begin() as conn:
+            cfg.attributes["connection"] = conn
+            step(cfg, target)
+    # rows written before 0003 (here: after its downgrade) get their hashes and chain from the migration
+    reports, log = verify_reports(rw.db), audit.verify(rw.db)
+    assert reports.ok and reports.checked >= 2 and log.ok and log.checked >= 3, (reports.problems, log.problems)
+    with pytest.raises(ImmutableRecordError), rw.db.session() as s:  # and the triggers are back
+        s.execute(text("DELETE FROM reports WHERE id = :i"), {"i": rid})

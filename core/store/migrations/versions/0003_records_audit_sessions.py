@@ -85,6 +85,7 @@ _PG_TRIGGER_NAMES = (
 
 def _backfill(conn: sa.Connection) -> None:
     """Hash the signed reports and chain the audit rows written before this revision."""
+    # typed columns: SQLite hands back a DateTime as text and a Boolean as 0/1 without them
     reports = sa.table(
         "reports",
         *(
@@ -96,14 +97,14 @@ def _backfill(conn: sa.Connection) -> None:
                 "findings",
                 "impression",
                 "recommendations",
-                "is_ai_corrected",
                 "version",
                 "supersedes_id",
-                "signed_at",
                 "amend_reason",
                 "content_hash",
             )
         ),
+        sa.column("is_ai_corrected", sa.Boolean()),
+        sa.column("signed_at", sa.DateTime(timezone=True)),
     )
     hashes: dict[int, str] = {}
     for r in conn.execute(sa.select(reports).where(reports.c.signed_at.is_not(None)).order_by(reports.c.id)).mappings():
@@ -126,8 +127,9 @@ def _backfill(conn: sa.Connection) -> None:
         "audit_log",
         *(
             sa.column(c)
-            for c in ("id", "at", "actor_id", "action", "scan_ref", "backend", "prompt_hash", "outcome", "seq")
+            for c in ("id", "actor_id", "action", "scan_ref", "backend", "prompt_hash", "outcome", "seq")
         ),
+        sa.column("at", sa.DateTime(timezone=True)),
         sa.column("detail", sa.JSON()),
         sa.column("prev_hash"),
         sa.column("row_hash"),
@@ -221,11 +223,14 @@ def downgrade() -> None:
     op.drop_table("audit_head")
     op.drop_index("uq_audit_log_seq", table_name="audit_log")
     op.drop_index("uq_reports_supersedes", table_name="reports")
-    with op.batch_alter_table("audit_log") as batch:
-        for col in ("row_hash", "prev_hash", "seq"):
-            batch.drop_column(col)
-    with op.batch_alter_table("report_drafts") as batch:
-        batch.drop_column("version")
-    with op.batch_alter_table("reports") as batch:
-        batch.drop_column("amend_reason")
-        batch.drop_column("content_hash")
+    # plain ALTER TABLE ... DROP COLUMN (SQLite 3.35+): a batch copy of `reports` would trip the
+    # foreign key from report_drafts
+    for table, col in (
+        ("audit_log", "row_hash"),
+        ("audit_log", "prev_hash"),
+        ("audit_log", "seq"),
+        ("report_drafts", "version"),
+        ("reports", "amend_reason"),
+        ("reports", "content_hash"),
+    ):
+        op.execute(f"ALTER TABLE {table} DROP COLUMN {col}")
