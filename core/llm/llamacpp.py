@@ -163,10 +163,10 @@ class LlamaCppLLM:
             budget = min(budget, max(0.0, token.remaining() or 0.0))
         if token is not None and token.cancelled:
             raise BackendCancelledError("cancelled before the local model started")
+        # checked before loading: a server dropped unused right after start-up can hang llama.cpp's shutdown
+        self._refuse_if_certain_to_time_out(request, budget)
         server = self._load()
-        left = budget - (time.monotonic() - started)  # a (re)load counts against the budget
-        self._refuse_if_certain_to_time_out(request, left)
-        deadline = time.monotonic() + left
+        deadline = started + budget  # a (re)load counts against the budget
         state: dict[str, Any] = {"timed_out": False, "cancelled": False, "error": None, "first": None}
 
         def callback(chunk: Any) -> bool:
