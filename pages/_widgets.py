@@ -127,4 +127,6 @@ def reports_view(reports: list[ReportRow]) -> None:
                 + f"**FINDINGS:** {findings}\n\n**IMPRESSION:** {r.impression}\n\n"
                 f"**RECOMMENDATIONS:** {r.recommendations or '—'}"
             )
+            if r.amend_reason:
+                st.caption(f"Reason for this amendment: {r.amend_reason}")
             st.caption("Signed reports are read-only." + (" AI-assisted." if r.is_ai_corrected else ""))

@@ -93,6 +93,7 @@ def test_report_draft_lists_edits_signs_and_amends(fresh: Runtime, monkeypatch: 
     at.button(key=f"amend-{sign_id}:sign").click().run()
     assert not at.exception and "Signed amended report" in texts(at)
     assert f"superseded by report #{sign_id + 1}" in texts(at) and "version 2" in texts(at)
+    assert "Reason for this amendment: Decompression recorded after signing." in texts(at)
 
 
 def test_report_draft_empty_state(demo_env: Path, demo: Runtime) -> None:
