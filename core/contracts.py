@@ -127,6 +127,10 @@ class BundleResult(Strict):
     prior_dates: list[str] = Field(
         default_factory=list, description="Signing dates (ISO) parallel to bundle.priorReports; never sent to a model."
     )
+    prior_days_before: list[int] = Field(
+        default_factory=list,
+        description="Days from each prior report's signing to this scan, parallel to prior_dates; a model may see these.",
+    )
     empty_reason: EmptyReason | None = None
     notice: str | None = None
 

@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass, replace
 
 from core.answer.draft_store import amend_report, save_draft, sign_draft
+from core.answer.facts import bundle_facts
 from core.answer.guard import guard_draft_sections
 from core.answer.prompt import draft_messages, prompt_hash
 from core.answer.records import audit
@@ -31,6 +32,7 @@ from core.contracts import NO_COMPARABLE_CASES, BundleResult
 from core.errors import CasebookError
 from core.llm.base import LLM, Message
 from core.runtime import Runtime
+from core.settings import Settings
 
 __all__ = [
     "AI_MARK",
@@ -141,15 +143,21 @@ def _sections(text: str) -> dict[str, str]:
     return {parts[i].lower(): parts[i + 1].strip() for i in range(1, len(parts) - 1, 2)}
 
 
-def _model_sections(sections: dict[str, str], result: BundleResult) -> dict[str, str]:
+def _model_sections(sections: dict[str, str], result: BundleResult, settings: Settings) -> dict[str, str]:
     """The model may word IMPRESSION and RECOMMENDATIONS; COMPARISON and FINDINGS always come from the record.
 
     An impression naming a case ID or "pending" is refused: the evidence stays beside the report.
+    The guard refuses the user table's names and the drug KB's lexicon here too, and takes the
+    facts computed in code (counts, region, prior intervals) as supported content.
     """
     wanted = {k: v for k, v in sections.items() if k in {"impression", "recommendations"} and v}
     if CASE_ID_RE.search(wanted.get("impression", "")) or "pending" in wanted.get("impression", "").lower():
         wanted.pop("impression")
-    return guard_draft_sections(wanted, result).sections
+    from core.answer.guard_inputs import refusal_lists  # lazy: core.privacy.egress imports core.llm
+
+    assert result.bundle is not None
+    facts = bundle_facts(result, settings.ask.max_cited_cases)
+    return guard_draft_sections(wanted, result, facts=facts, **refusal_lists(settings)).sections
 
 
 def generate_report_draft(
@@ -173,7 +181,7 @@ def generate_report_draft(
     except CasebookError as exc:
         _audit_draft(rt, scan_id, doctor_id, llm, messages, f"extractive:fallback:{type(exc).__name__}")
         return replace(base, reason=f"the model failed: {type(exc).__name__}")
-    taken = _model_sections(sections, result)  # a section passes whole or not at all
+    taken = _model_sections(sections, result, rt.settings)  # a section passes whole or not at all
     if not taken:
         draft = replace(base, reason="the model's draft failed the answer rules")
     else:

@@ -37,7 +37,8 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from core.answer.guard_facts import BundleFacts, content_words, facts_for, find_ids
+from core.answer.facts import AnswerFacts
+from core.answer.guard_facts import BundleFacts, add_answer_facts, content_words, facts_for, find_ids
 from core.answer.guard_lexicon import (
     ANSWER_VOCABULARY,
     DEFINITIVE,
@@ -133,9 +134,10 @@ def _stems(vocabulary: frozenset[str]) -> frozenset[str]:
 
 def _unsupported(plain: str, facts: BundleFacts, vocabulary: frozenset[str]) -> list[str]:
     stems = _stems(vocabulary)
+    stated_absent = facts.not_recorded_words(plain)
 
     def known(w: str) -> bool:
-        return w in STOPWORDS or w in vocabulary or stem(w) in stems or facts.knows_word(w)
+        return w in STOPWORDS or w in vocabulary or stem(w) in stems or facts.knows_word(w) or w in stated_absent
 
     out: list[str] = []
     for w in content_words(plain):
@@ -173,6 +175,7 @@ def _check(
     plain = _blank(plain, [r for r in facts.advice_free_reports if refusal_reason(r) is None])
     if (why := refusal_reason(plain, names=names, drugs=drugs)) is not None:
         return shown, why, [], []
+    plain = _blank(plain, facts.dates)  # a prior report's own signing date, written whole
     stray = [v for v in number_values(plain) if not facts.allows_number(v)]
     if stray:
         return shown, f"numbers not in the evidence: {', '.join(f'{v:g}' for v in stray)}", [], []
@@ -183,11 +186,28 @@ def _check(
     return shown, None, cited, []
 
 
-def enforce(text: str, result: BundleResult, *, names: Iterable[str] = (), drugs: Iterable[str] = ()) -> GuardReport:
+def _facts(result: BundleResult, answer: AnswerFacts | None) -> BundleFacts:
+    facts = facts_for(result)
+    if answer is not None:
+        add_answer_facts(facts, answer, lambda text: refusal_reason(text) is None)
+    return facts
+
+
+def enforce(
+    text: str,
+    result: BundleResult,
+    *,
+    names: Iterable[str] = (),
+    drugs: Iterable[str] = (),
+    facts: AnswerFacts | None = None,
+) -> GuardReport:
     """Check every sentence of ``text`` against ``result``; see the module docstring.
 
     ``names`` are people's names to refuse (the user table's); ``drugs`` adds a
-    knowledge base's drug lexicon to the built-in list.
+    knowledge base's drug lexicon to the built-in list. ``facts`` (the answer
+    computed in code) is supported content too: its numbers, phrases, region,
+    counted events and "not recorded" statements (see
+    :func:`~core.answer.guard_facts.add_answer_facts`).
     """
     report = GuardReport()
     if result.bundle is None:
@@ -197,10 +217,10 @@ def enforce(text: str, result: BundleResult, *, names: Iterable[str] = (), drugs
     if INSUFFICIENT_DATA.casefold().rstrip(".") in canonical.casefold():
         report.insufficient = True
         return report
-    facts = facts_for(result)
+    bundle_facts = _facts(result, facts)
     names, drugs = list(names), list(drugs)
     for sentence in split_sentences(canonical):
-        shown, reason, cited, bad = _check(sentence, facts, names, drugs, ANSWER_VOCABULARY)
+        shown, reason, cited, bad = _check(sentence, bundle_facts, names, drugs, ANSWER_VOCABULARY)
         report.invalid_ids += bad
         if reason is not None:
             report.removed.append((shown, reason))
@@ -223,7 +243,12 @@ class DraftGuard:
 
 
 def guard_draft_sections(
-    sections: Mapping[str, str], result: BundleResult, *, names: Iterable[str] = (), drugs: Iterable[str] = ()
+    sections: Mapping[str, str],
+    result: BundleResult,
+    *,
+    names: Iterable[str] = (),
+    drugs: Iterable[str] = (),
+    facts: AnswerFacts | None = None,
 ) -> DraftGuard:
     """Check a draft's ``findings``, ``impression`` and ``recommendations`` against ``result``.
 
@@ -234,7 +259,7 @@ def guard_draft_sections(
     out = DraftGuard()
     if result.bundle is None:
         return out
-    facts = facts_for(result)
+    bundle_facts = _facts(result, facts)
     names, drugs = list(names), list(drugs)
     for key in ("findings", "impression", "recommendations"):
         text = normalise(sections.get(key, "") or "", casefold=False)
@@ -242,7 +267,7 @@ def guard_draft_sections(
         kept: list[str] = []
         failed = False
         for sentence in split_sentences(text):
-            shown, reason, _, _ = _check(sentence, facts, names, drugs, vocabulary)
+            shown, reason, _, _ = _check(sentence, bundle_facts, names, drugs, vocabulary)
             if reason is not None:
                 out.removed.append((key, shown, reason))
                 failed = True

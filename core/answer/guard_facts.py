@@ -11,16 +11,24 @@ further facts without a change here.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from core.answer.facts import AnswerFacts
 from core.answer.guard_lexicon import number_values, stem
 from core.contracts import BundleResult
 from core.privacy.text import normalise
 
-__all__ = ["BundleFacts", "IdMention", "content_words", "facts_for", "find_ids"]
+__all__ = ["BundleFacts", "IdMention", "add_answer_facts", "content_words", "date_spellings", "facts_for", "find_ids"]
 
 _WORD = re.compile(r"[a-z][a-z'-]*")
+_NEGATION = re.compile(
+    r"\b(?:not|no|none|nor|neither|never|without)\b|\bn't\b|\bnot (?:recorded|mentioned|documented|reported)\b"
+)
+_MONTHS = (
+    "january", "february", "march", "april", "may", "june",
+    "july", "august", "september", "october", "november", "december",
+)
 _GENERIC_ID = re.compile(r"\b([a-z]{1,6})[ \t]?[-_#:][ \t]?(\d{1,9})\b")
 
 
@@ -45,10 +53,18 @@ class BundleFacts:
     phrases: list[str] = field(default_factory=list)
     advice_free_reports: list[str] = field(default_factory=list)
     text: str = ""
+    dates: list[str] = field(default_factory=list)
+    not_recorded: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def allows_number(self, value: float) -> bool:
         """True when ``value`` is a bundle number, a percentage of one, or a count of the cases."""
         return any(abs(value - n) < 0.051 for n in self.numbers)
+
+    def not_recorded_words(self, plain: str) -> set[str]:
+        """Words of events the facts state as not recorded, when ``plain`` says "not recorded" (or "none")."""
+        if not self.not_recorded or not _NEGATION.search(plain):
+            return set()
+        return {w for words in self.not_recorded.values() for w in words}
 
     def knows_word(self, word: str) -> bool:
         """True when ``word`` (normalised) or its stem occurs in the bundle."""
@@ -99,8 +115,59 @@ def facts_for(result: BundleResult) -> BundleFacts:
         parts = re.findall(r"[a-z]+", phrase)
         if 2 <= len(parts) <= 5:
             facts.words.add("".join(p[0] for p in parts))
+    for date in result.prior_dates:  # the signing dates the composed answer states
+        facts.dates += date_spellings(date)
+    facts.dates.sort(key=len, reverse=True)
+    facts.numbers |= {float(d) for d in result.prior_days_before}
     reports = [t for r in bundle.priorReports for t in (r.findings, r.impression)]
     facts.advice_free_reports = sorted({normalise(t) for t in reports if t.strip()}, key=len, reverse=True)
+    return facts
+
+
+def date_spellings(iso: str) -> list[str]:
+    """Normalised spellings of an ISO date: "2026-03-14", "14 march 2026", "march 14, 2026", "14/03/2026"."""
+    m = re.fullmatch(r"(\d{4})-(\d{2})-(\d{2})", iso.strip())
+    if not m:
+        return []
+    y, mo, d = m.group(1), int(m.group(2)), int(m.group(3))
+    if not 1 <= mo <= 12:
+        return [iso]
+    month = _MONTHS[mo - 1]
+    return [iso, f"{d} {month} {y}", f"{d:02d} {month} {y}", f"{month} {d}, {y}", f"{month} {d} {y}",
+            f"{d:02d}/{mo:02d}/{y}", f"{d}/{mo}/{y}"]
+
+
+def add_answer_facts(facts: BundleFacts, answer: AnswerFacts, plain_ok: Callable[[str], bool]) -> BundleFacts:
+    """Take the facts computed in code (:class:`~core.answer.facts.AnswerFacts`) in as supported content.
+
+    Adds the numbers the composed answer states (counts, percentages; a date's parts only as the
+    whole date, see :attr:`BundleFacts.dates`), its verbatim phrases (a prior report's text only when
+    ``plain_ok`` accepts it, so injected advice stays refused), the region in words, and the events
+    counted: an event counted as recorded is an allowed word, an event recorded by no outcome is
+    allowed only in a sentence that says so ("Death is not recorded in the similar cases").
+    """
+    priors = {normalise(t) for p in answer.priors for t in (p.findings, p.impression) if t.strip()}
+    for number in answer.numbers():
+        if "-" in number:
+            continue
+        if not any(number in d.split("-") for d in (p.date or "" for p in answer.priors)):
+            facts.numbers.add(float(number))
+    for phrase in answer.phrases():
+        text = normalise(phrase)
+        if text and text not in facts.phrases and (text not in priors or plain_ok(text)):
+            facts.phrases.append(text)
+    if answer.region:
+        region = normalise(answer.region.replace("_", " "))
+        facts.phrases.append(region)
+        facts.words |= set(content_words(region))
+    facts.phrases.sort(key=len, reverse=True)
+    for name, count in answer.counts.items():
+        words = tuple(content_words(normalise(name)))
+        if count.recorded:
+            facts.words |= set(words)
+        else:
+            facts.not_recorded[name] = words
+    facts.stems = {stem(w) for w in facts.words}
     return facts
 
 

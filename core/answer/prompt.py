@@ -10,7 +10,7 @@ from core.contracts import BundleResult
 from core.llm.base import Message
 from core.privacy.egress import outbound_evidence
 
-__all__ = ["SYSTEM_PROMPT", "ask_messages", "draft_messages", "prompt_hash"]
+__all__ = ["SYSTEM_PROMPT", "ask_messages", "draft_messages", "prompt_hash", "relative_dates"]
 
 SYSTEM_PROMPT = """You are a medical reasoning assistant for radiologists.
 You MUST only use the provided scan data, similar historical cases and prior reports (the JSON below).
@@ -34,18 +34,34 @@ def _evidence(result: BundleResult) -> str:
     return json.dumps(outbound_evidence(result), ensure_ascii=False)
 
 
-_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
+_DATED = re.compile(r"(\bof )?\b(\d{4}-\d{2}-\d{2})\b")
+
+
+def relative_dates(text: str, result: BundleResult) -> str:
+    """``text`` with every absolute date replaced: a prior report's signing date by its interval
+    ("an earlier report, 74 days before this scan"), any other date by "an earlier date"."""
+    days = dict(zip(result.prior_dates, result.prior_days_before, strict=False))
+
+    def one(m: re.Match[str]) -> str:
+        n = days.get(m.group(2))
+        if n is None:
+            return f"{m.group(1) or ''}an earlier date"
+        when = "on the day of this scan" if n == 0 else f"{n} day{'s' if n != 1 else ''} before this scan"
+        return f"signed {when}" if m.group(1) else when
+
+    return _DATED.sub(one, text)
 
 
 def ask_messages(result: BundleResult, question: str, facts: str | None = None) -> list[Message]:
     """Messages for a grounded answer; nothing identifying a patient is included.
 
     ``facts`` is the answer computed in code (:mod:`core.answer.compose`); the model may only
-    rephrase it. Dates are left out of what is sent (prior reports become "an earlier date").
+    rephrase it. No absolute date is sent: a prior report's signing date becomes its interval
+    before this scan ("74 days before this scan"), any other date "an earlier date".
     """
     user = f"DATA:\n{_evidence(result)}\n\n"
     if facts:
-        user += f"FACTS:\n{_DATE.sub('an earlier date', facts)}\n\n"
+        user += f"FACTS:\n{relative_dates(facts, result)}\n\n"
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": f"{user}QUESTION: {question.strip()}"}]
 
 

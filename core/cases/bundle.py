@@ -76,10 +76,13 @@ def build_context_bundle(search: CaseSearch, scan_id: str) -> BundleResult:
             priorReports=[PriorReport(findings=r.findings, impression=r.impression) for r in reports],
         )
         dates = [r.signed_at.date().isoformat() for r in reports if r.signed_at is not None]
+        scan_day = scan.created_at.date()
+        days = [max(0, (scan_day - r.signed_at.date()).days) for r in reports if r.signed_at is not None]
     return BundleResult(
         bundle=bundle,
         case_ids=[c.caseId for c in used],
         severities=[c.severity for c in used],
         prior_dates=dates,
+        prior_days_before=days,
         notice=similar.notice,
     )
