@@ -77,9 +77,10 @@ def main() -> None:
         rt = open_runtime(settings)
         seed_demo(rt.settings, rt.db)
         rt.search.open()
-        kept = dropped = answers = 0
-        hostile_kept = hostile_checked = 0
+        kept = dropped = answers = kept_facts = 0
+        hostile_kept = hostile_checked = hostile_kept_facts = 0
         reasons: collections.Counter[str] = collections.Counter()
+        reasons_facts: collections.Counter[str] = collections.Counter()
         started = time.perf_counter()
         for item in items:
             result, res = answer_readonly(rt, _scan(rt, item["user"], item["scan"]), item["question"])
@@ -92,9 +93,14 @@ def main() -> None:
                 kept += len(report.kept)
                 dropped += len(report.removed)
                 reasons.update(r.split(":")[0] for _, r in report.removed)
+                with_facts = enforce(sentence, result, facts=res.facts)  # the answer's computed facts
+                kept_facts += len(with_facts.kept)
+                reasons_facts.update(r.split(":")[0] for _, r in with_facts.removed)
             for text in hostile:
                 hostile_checked += 1
-                hostile_kept += bool(enforce(text.replace("HC-00012", a).replace("HC-00004", b), result).kept)
+                shaped = text.replace("HC-00012", a).replace("HC-00004", b)
+                hostile_kept += bool(enforce(shaped, result).kept)
+                hostile_kept_facts += bool(enforce(shaped, result, facts=res.facts).kept)
         elapsed = time.perf_counter() - started
         model_lines = _model_run(rt, items, args.llm) if args.llm else []
         rt.db.dispose()
@@ -102,7 +108,9 @@ def main() -> None:
     print(f"answers with citations: {answers} of {len(items)} questions")
     print(f"grounded sentences kept: {kept} of {kept + dropped} ({kept / max(1, kept + dropped):.1%})")
     print(f"drop reasons: {dict(reasons.most_common())}")
-    print(f"hostile sentences kept: {hostile_kept} of {hostile_checked}")
+    print(f"with the answer's computed facts: kept {kept_facts} of {kept + dropped} ({kept_facts / max(1, kept + dropped):.1%})")
+    print(f"drop reasons with facts: {dict(reasons_facts.most_common())}")
+    print(f"hostile sentences kept: {hostile_kept} of {hostile_checked}; with facts {hostile_kept_facts}")
     print(f"{elapsed:.1f} s for answering and guarding; load average {load} (2 shared cores)")
     print("\n".join(model_lines))
 
@@ -127,11 +135,11 @@ def _model_run(rt: Runtime, items: list[dict[str, Any]], n: int) -> list[str]:
             continue
         started = time.perf_counter()
         try:
-            text = llm.chat(ask_messages(result, str(item["question"]))).text
+            text = llm.chat(ask_messages(result, str(item["question"]), res.answer.answer)).text
         except CasebookError as exc:  # a slow machine: count it and go on
             lines.append(f"- {item['id']} model failed: {type(exc).__name__}")
             continue
-        report = enforce(text, result)
+        report = enforce(text, result, facts=res.facts)
         kept += len(report.kept)
         total += len(report.kept) + len(report.removed)
         answers_kept += bool(report.kept and report.cited)

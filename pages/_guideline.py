@@ -68,7 +68,10 @@ def highlight(snippet: str, bullet: str) -> str:
 
 
 def _escape(text: str) -> str:
-    return re.sub(r"([\\`*_\[\]{}<>#|~$:])", r"\\\1", text)
+    """Model or document text shown literally: no Markdown, HTML, link, bare address or ``:colour[]`` acts."""
+    from core.privacy.text import escape_markdown
+
+    return re.sub(r":(?!\\/)", r"\\:", escape_markdown(text))
 
 
 def kb_summary(kb: KnowledgeBase) -> dict[str, Any]:
@@ -141,7 +144,7 @@ def show_result(result: QAResult) -> None:
         st.toggle("Show the evidence behind each bullet", key="guideline-evidence")
         if result.patient_summary:
             with st.expander("Patient-friendly summary"):
-                st.write(result.patient_summary)
+                st.markdown(_escape(result.patient_summary))  # model text: plain, never live Markdown
         with st.expander(f"Evidence chunks ({len(result.evidence)})"):
             for c in result.evidence:
                 st.markdown(f"**{source_line(c.source, c.demo)}** · `{c.kb}` · confidence {c.confidence:.0%}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -247,7 +248,8 @@ def test_the_model_is_given_the_computed_facts_without_dates(fresh: Runtime, llm
     res = ask_question(rt, sid, "Is this getting worse compared with before?", _doctor(rt), make_llm(rt.settings))
     assert res.path == "extractive" and "2025-11-07" in res.answer.answer  # the doctor sees the dated answer
     sent = llm_server.requests[-1].text()
-    assert "FACTS:" in sent and "Compared with the signed prior report of an earlier date" in sent
+    assert "FACTS:" in sent  # each prior's signing date is sent as its interval before this scan
+    assert re.search(r"Compared with the signed prior report signed \d+ days? before this scan", sent), sent
     assert "2025-11-07" not in sent and "2024-11-12" not in sent
 
 

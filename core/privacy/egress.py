@@ -33,11 +33,11 @@ from sqlalchemy.pool import NullPool
 
 from core.contracts import BundleResult
 from core.errors import ConfigError
-from core.llm.base import Message
 from core.privacy.deid import Deidentifier
 from core.privacy.settings import PrivacySettings
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # core.llm imports this module (its factory wraps backends in Egress)
+    from core.llm.base import Message
     from core.settings import Settings
 
 __all__ = ["ALLOWED_ROLES", "Egress", "NamesFromDatabase", "outbound_evidence"]
