@@ -11,7 +11,16 @@ import pytest
 from core.embed.base import free_cores, others_busy_cores
 from core.errors import BackendCancelledError, BackendTimeoutError
 from core.llm.base import Message
-from core.llm.budget import FEATURES, CancelToken, SpeedMeter, budget_rows, estimate, feature_budget, speed_meter
+from core.llm.budget import (
+    CHARS_PER_TOKEN,
+    FEATURES,
+    CancelToken,
+    SpeedMeter,
+    budget_rows,
+    estimate,
+    feature_budget,
+    speed_meter,
+)
 from core.llm.factory import make_llm
 from core.settings import load_settings
 
@@ -52,11 +61,11 @@ def test_estimate_says_how_long_here(monkeypatch: pytest.MonkeyPatch) -> None:
     meter = SpeedMeter(smoothing=1.0)
     meter.record(prompt_tokens=320, prompt_ms=10_000, gen_tokens=40, gen_ms=10_000, threads=1)  # 32 and 4 tok/s
     monkeypatch.setattr("core.llm.budget._METER", meter)
-    long_prompt: list[Message] = [{"role": "user", "content": "x" * 3200 * 4}]  # 4,000 tokens: 125 s to read
+    long_prompt: list[Message] = [{"role": "user", "content": "x" * int(4000 * CHARS_PER_TOKEN)}]  # 125 s to read
     est = estimate(s, "ask", long_prompt, new_tokens=40)
     assert est.certain_to_time_out and not est.fits and est.seconds == pytest.approx(135.0)
     assert "needs about 135 s here (budget 30 s)" in est.message()
-    short = estimate(s, "ask", [Message(role="user", content="x" * 320)], new_tokens=40)
+    short = estimate(s, "ask", [Message(role="user", content="x" * int(100 * CHARS_PER_TOKEN))], new_tokens=40)
     assert short.fits and not short.certain_to_time_out
 
 

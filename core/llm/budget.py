@@ -51,7 +51,7 @@ FEATURES: dict[Feature, str] = {
     "guideline": "Guideline QA writer",
     "selfrag": "Self-RAG stage",
 }
-CHARS_PER_TOKEN = 3.2  # Qwen2.5 BPE on our prompts (English + JSON), measured on the demo bundles
+CHARS_PER_TOKEN = 2.4  # Qwen2.5 BPE: an Ask AI prompt of 1,734 characters (English + JSON) read as 730 tokens
 TYPICAL_ANSWER_TOKENS = 128  # Ask AI answers were 36-82 tokens, drafts about 120 (docs/benchmarks/ask.md)
 
 _TOKEN: contextvars.ContextVar[CancelToken | None] = contextvars.ContextVar("casebook_llm_token", default=None)
