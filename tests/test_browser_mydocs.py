@@ -164,7 +164,9 @@ def test_a_doctor_uploads_a_document_sees_it_by_title_and_an_answer_cites_it(
             log_in(page, base, "dr.chen")
             page.get_by_role("link", name="Guideline QA").click()
             page.get_by_role("tab", name="My documents").click()
-            expect(page.get_by_text("Riverside Demo Hospital TB Isolation Protocol").first).to_be_visible()
+            expect(page.locator("[data-testid='stDataFrame']").first).to_be_visible()  # the list survived
+            expect(page.get_by_text("Riverside Demo Hospital TB Isolation Protocol")).not_to_have_count(0)
+            expect(page.get_by_text("You have no documents yet")).to_have_count(0)
             _ask_my_documents(page, "15-answer-after-setup-and-restart.png")
         except Exception:
             page.screenshot(path=str(ARTIFACTS / "failure-mydocs.png"))
