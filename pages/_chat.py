@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 import streamlit as st
@@ -9,6 +10,7 @@ import streamlit as st
 from core.answer.compose import OUT_OF_SCOPE
 from core.contracts import INSUFFICIENT_DATA, NO_COMPARABLE_CASES
 from core.errors import CasebookError, ConflictError, RateLimitedError
+from core.llm.budget import feature_budget, typical_estimate
 from core.privacy.text import escape_markdown
 from pages._shared import get_llm, show_error
 from pages._widgets import citation_chips, confidence_badge
@@ -81,6 +83,12 @@ def _ask(rt: Runtime, user: CurrentUser, scan_id: str, question: str, key: str) 
     with box.container():
         st.markdown(escape_markdown(first.text))
         st.caption("Instant answer from the similar cases" + (" · the model is writing…" if llm else ""))
+    budget = feature_budget(rt.settings, "ask")
+    if llm is not None and llm.backend == "llamacpp":  # measured speed here: say up front when it cannot fit
+        est = typical_estimate(rt.settings, "ask")
+        (st.caption if est.fits else st.warning)(f"Local model: {est.message()}. The instant answer stands if it runs out.")
+    if llm is not None:  # a click reruns the page, which closes the stream: the backend stops between two tokens
+        st.button("Cancel", key=f"cancel-{key}", icon="⏹️", help="Stop the model; the instant answer stays.")
     final: AskResult | None = first.result if first.result and first.result.path == "fixed" else None
 
     def deltas() -> Any:
@@ -93,10 +101,13 @@ def _ask(rt: Runtime, user: CurrentUser, scan_id: str, question: str, key: str) 
 
     try:
         if llm is not None:  # unchecked text is never shown: a temporary "writing…" line the final answer replaces
-            writing, received = st.empty(), 0
+            writing, received, started = st.empty(), 0, time.monotonic()
             for piece in deltas():
                 received += len(piece)
-                writing.caption(f"The model is writing… {received} characters, shown once they pass the answer rules.")
+                writing.caption(
+                    f"The model is writing… {time.monotonic() - started:.0f} s of {budget:g} s, {received} characters, "
+                    "shown once they pass the answer rules."
+                )
             writing.empty()
         else:
             for _ in deltas():

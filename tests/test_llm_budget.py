@@ -20,6 +20,7 @@ from core.llm.budget import (
     estimate,
     feature_budget,
     speed_meter,
+    typical_estimate,
 )
 from core.llm.factory import make_llm
 from core.settings import load_settings
@@ -151,3 +152,13 @@ def test_llamacpp_refuses_work_certain_to_time_out(monkeypatch: pytest.MonkeyPat
     llm._refuse_if_certain_to_time_out({"messages": [system, follow_up]}, seconds_left=5)  # only the question is new
     off = LlamaCppLLM(tmp_path / "x.gguf", load_settings(llm={"refuse_certain_timeouts": False}).llm)
     off._refuse_if_certain_to_time_out({"messages": [system, scan]}, seconds_left=1)
+
+
+def test_typical_estimate_before_and_after_a_measurement(monkeypatch: pytest.MonkeyPatch) -> None:
+    s = load_settings(ask={"llm_budget_s": 45})
+    meter = SpeedMeter(smoothing=1.0)
+    monkeypatch.setattr("core.llm.budget._METER", meter)
+    assert typical_estimate(s, "ask").fits and "no speed measured yet" in typical_estimate(s, "ask").message()
+    meter.record(prompt_tokens=730, prompt_ms=73_000, gen_tokens=40, gen_ms=20_000, threads=1)  # 10 and 2 tok/s
+    slow = typical_estimate(s, "ask")
+    assert not slow.fits and slow.certain_to_time_out and "needs about 137 s here (budget 45 s)" in slow.message()

@@ -42,6 +42,7 @@ __all__ = [
     "estimate",
     "feature_budget",
     "speed_meter",
+    "typical_estimate",
 ]
 
 Feature = Literal["ask", "draft", "guideline", "selfrag"]
@@ -260,3 +261,9 @@ def budget_rows(settings: Settings, typical_prompt_tokens: int = 600) -> list[di
             }
         )
     return rows
+
+
+def typical_estimate(settings: Settings, feature: Feature, prompt_tokens: int = 730) -> Estimate:
+    """The estimate for a typical call of ``feature`` here (an uncached 730-token Ask AI prompt, 128 new tokens)."""
+    total, prompt = _METER.seconds(prompt_tokens, min(settings.llm.max_tokens, TYPICAL_ANSWER_TOKENS))
+    return Estimate(total, feature_budget(settings, feature), prompt)
