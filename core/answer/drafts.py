@@ -31,6 +31,7 @@ from core.cases import build_context_bundle
 from core.contracts import NO_COMPARABLE_CASES, BundleResult
 from core.errors import CasebookError
 from core.llm.base import LLM, Message
+from core.llm.budget import CancelToken, feature_budget
 from core.runtime import Runtime
 from core.settings import Settings
 
@@ -177,7 +178,8 @@ def generate_report_draft(
         return replace(base, reason="no comparable cases")
     messages = draft_messages(result)
     try:
-        sections = _sections(llm.chat(messages).text)
+        token = CancelToken(feature_budget(rt.settings, "draft"))  # the model stops at the drafts' budget
+        sections = _sections(token.bind(llm).chat(messages).text)
     except CasebookError as exc:
         _audit_draft(rt, scan_id, doctor_id, llm, messages, f"extractive:fallback:{type(exc).__name__}")
         return replace(base, reason=f"the model failed: {type(exc).__name__}")
