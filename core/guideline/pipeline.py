@@ -45,6 +45,7 @@ from core.guideline.types import (
 from core.kb.lexicon import DrugLexicon
 from core.kb.types import Retriever
 from core.llm.base import LLM
+from core.llm.budget import CancelToken, feature_budget
 
 if TYPE_CHECKING:
     from core.settings import Settings
@@ -263,7 +264,8 @@ class GuidelineQA:
                 trace.add("generate", backend=self.backend, raw="", note="no evidence sentence to prompt with")
                 return []
             try:
-                reply = self.llm.chat(bullet_prompt(question, sentences, self.cfg), max_tokens=self.cfg.llm_max_tokens)
+                writer = CancelToken(feature_budget(self.settings, "guideline")).bind(self.llm)  # stops at the budget
+                reply = writer.chat(bullet_prompt(question, sentences, self.cfg), max_tokens=self.cfg.llm_max_tokens)
             except BackendError as exc:
                 log.warning("guideline QA: LLM failed (%s); using the extractive composer", exc)
                 failure = {"fallback_from": self.backend, "error": str(exc)}
@@ -317,7 +319,8 @@ class GuidelineQA:
         source = "glossary"
         if self.llm is not None and self.cfg.patient_summary == "llm":
             try:
-                draft = self.llm.chat(patient_prompt(clinician), max_tokens=self.cfg.patient_max_tokens).text.strip()
+                writer = CancelToken(feature_budget(self.settings, "guideline")).bind(self.llm)
+                draft = writer.chat(patient_prompt(clinician), max_tokens=self.cfg.patient_max_tokens).text.strip()
                 source = self.backend
             except BackendError as exc:
                 log.warning("guideline QA: patient summary LLM failed (%s); using the glossary", exc)
