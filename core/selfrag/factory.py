@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from core.errors import ConfigError
+from core.llm.budget import feature_budget
 from core.selfrag.critic import Critic, JudgeCritic, LLMReflectionCritic
 from core.selfrag.generate import Generator, LLMGenerator
 from core.selfrag.pipeline import SelfRagPipeline
@@ -111,5 +112,7 @@ def build_pipeline(
         if s.generator == "native":
             generator = native or load_reflection_model(settings)
         else:
-            generator = LLMGenerator(_llm(settings, llm), chat=s.generator_chat)
+            generator = LLMGenerator(
+                _llm(settings, llm), chat=s.generator_chat, budget_s=feature_budget(settings, "selfrag")
+            )
     return SelfRagPipeline(s, critic, generator, retriever if retriever is not None else make_retriever(settings))

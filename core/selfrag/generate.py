@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from core.llm.budget import CancelToken
+
 if TYPE_CHECKING:
     from core.llm.base import LLM
 
@@ -31,15 +33,17 @@ class Generator(Protocol):
 class LLMGenerator:
     """A :class:`Generator` over the LLM protocol (``chat`` with the prompt as the user turn, or ``complete``)."""
 
-    def __init__(self, llm: LLM, *, chat: bool) -> None:
+    def __init__(self, llm: LLM, *, chat: bool, budget_s: float | None = None) -> None:
         self.llm = llm
         self.chat = chat
         self.model = f"{llm.backend}:{llm.model}"
+        self.budget_s = budget_s  # per call (llm.budget_selfrag_s): the backend stops there itself
 
     def generate(self, prompt: str, max_tokens: int, temperature: float) -> str:
         """One completion; backend errors propagate (the pipeline records them as an abstention)."""
+        llm = CancelToken(self.budget_s).bind(self.llm) if self.budget_s is not None else self.llm
         if self.chat:
-            reply = self.llm.chat([{"role": "user", "content": prompt}], max_tokens=max_tokens, temperature=temperature)
+            reply = llm.chat([{"role": "user", "content": prompt}], max_tokens=max_tokens, temperature=temperature)
         else:
-            reply = self.llm.complete(prompt, max_tokens=max_tokens, temperature=temperature)
+            reply = llm.complete(prompt, max_tokens=max_tokens, temperature=temperature)
         return reply.text
