@@ -47,6 +47,9 @@ def main() -> int:
     args = ap.parse_args()
     rt = open_runtime(Settings())
     llm = make_llm(rt.settings)
+    if llm is None:
+        print("no model configured (llm.backend is extractive)", file=sys.stderr)
+        return 1
     items = [i for i in load_questions(REPO_ROOT / "tests" / "data" / "doctor_questions.json") if i["split"] == args.split]
     chosen = sorted(random.Random(args.seed).sample(items, min(args.sample, len(items))), key=lambda i: i["id"])
     scans = _scan_ids(rt)
@@ -64,8 +67,9 @@ def main() -> int:
             continue
         secs = time.monotonic() - started
         lists = refusal_lists(rt.settings)
-        before = enforce(text, result, **lists)
-        after = enforce(text, result, facts=instant.facts, **lists)
+        names, drugs = lists["names"], lists["drugs"]
+        before = enforce(text, result, names=names, drugs=drugs)
+        after = enforce(text, result, names=names, drugs=drugs, facts=instant.facts)
         for name, rep in (("before", before), ("after", after)):
             reasons[name].update(r.split(":")[0] for _, r in rep.removed)
         rows.append(

@@ -60,6 +60,9 @@ def kept(text: str, pair: tuple[BundleResult, AnswerFacts]) -> bool:
 FAITHFUL = {
     "count": f"Progression is recorded in 1 of the 3 similar cases ({A}).",
     "percentage": f"About 33% of the similar cases record progression ({A}).",
+    "share with decimals": f"Progression is recorded in 33.33% of the similar cases ({A}).",
+    "not recorded, as a verb": f"None of the similar cases is recorded as having died ({A}, {B}).",
+    "interval wording": f"The interval between the prior report and this scan is 74 days ({A}).",
     "not recorded": f"Admission is not recorded in any of the similar cases ({A}, {B}).",
     "not recorded, other event": f"Death is not recorded in the outcomes of {A} or {B}.",
     "prior interval": f"The prior report was signed 74 days before this scan ({A}).",
@@ -88,6 +91,8 @@ ALTERED = {
     "procedure beside region": f"This prostate biopsy scan resembles {A}; a repeat biopsy is advised.",
     "advice": f"Admission is not recorded, so admit the patient as in {A}.",
     "event stated as happening": f"Admission was needed in {A}.",
+    "unrecorded event as a verb": f"Two of the similar cases died ({A}, {B}).",
+    "share of another total": f"Progression is recorded in 33.3% of 5 similar cases ({A}).",
     "unrecorded event as a count": f"Death is recorded in 2 of the 3 similar cases ({A}).",
 }
 

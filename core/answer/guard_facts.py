@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from core.answer.facts import AnswerFacts
 from core.answer.guard_lexicon import number_values, stem
+from core.answer.understand import EVENTS
 from core.contracts import BundleResult
 from core.privacy.text import normalise
 
@@ -104,6 +105,7 @@ def facts_for(result: BundleResult) -> BundleFacts:
         facts.numbers |= {round(s * 100), round(s * 100, 1), s}
     facts.numbers |= {float(k) for k in range(n + 1)}
     facts.numbers |= {round(100 * k / n) for k in range(n + 1)} if n else set()
+    facts.numbers |= {100 * k / n for k in range(n + 1)} if n else set()  # "33.3%", "33.33%" of 1 in 3
     facts.words = set(content_words(dump + " " + normalise(severities)))
     facts.stems = {stem(w) for w in facts.words}
     texts: list[str] = [c.outcome or "" for c in bundle.similarCases]
@@ -146,6 +148,10 @@ def add_answer_facts(facts: BundleFacts, answer: AnswerFacts, plain_ok: Callable
     counted: an event counted as recorded is an allowed word, an event recorded by no outcome is
     allowed only in a sentence that says so ("Death is not recorded in the similar cases").
     """
+    if answer.n:  # counts and shares over the cited cases ("1 of 3", "33%", "33.33%")
+        facts.numbers |= {float(k) for k in range(answer.n + 1)}
+        facts.numbers |= {100 * k / answer.n for k in range(answer.n + 1)}
+        facts.numbers |= {float(round(100 * k / answer.n)) for k in range(answer.n + 1)}
     priors = {normalise(t) for p in answer.priors for t in (p.findings, p.impression) if t.strip()}
     for number in answer.numbers():
         if "-" in number:
@@ -161,8 +167,11 @@ def add_answer_facts(facts: BundleFacts, answer: AnswerFacts, plain_ok: Callable
         facts.phrases.append(region)
         facts.words |= set(content_words(region))
     facts.phrases.sort(key=len, reverse=True)
+    events = {e.name: e for e in EVENTS}
     for name, count in answer.counts.items():
-        words = tuple(content_words(normalise(name)))
+        event = events.get(name)
+        said = [name, *(event.stems if event else ()), *(c for c in (event.cues if event else ()) if " " not in c)]
+        words = tuple(dict.fromkeys(w for t in said for w in content_words(normalise(t)) if len(w) > 3))
         if count.recorded:
             facts.words |= set(words)
         else:

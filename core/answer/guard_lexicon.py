@@ -133,7 +133,7 @@ STOPWORDS = frozenset(
 ANSWER_VOCABULARY = frozenset(
     _words(
         """
-    based similar similarity similarities case cases closest nearest neighbour neighbours neighbor neighbors
+    interval intervals based similar similarity similarities case cases closest nearest neighbour neighbours neighbor neighbors
     match matches matched matching compare compared comparing comparison comparisons comparable show shows
     showed shown showing suggest suggests suggested suggesting indicate indicates indicated indicating consistent
     inconsistent agree agrees agreed agreement disagree disagreement share shares shared sharing common
