@@ -102,6 +102,14 @@ def test_json_answers_with_option_text_and_final_statements() -> None:
     assert extract_letter("The answer is A. No, wait: the answer is B.", tube) == "B"
 
 
+def test_a_letter_followed_by_another_options_text_is_no_answer() -> None:
+    cap = {"A": "Vancomycin", "B": "Amoxicillin", "C": "Meropenem"}
+    assert extract_letter("A. Amoxicillin\nExplanation: first choice.", cap) is None  # seen from the default model
+    assert extract_letter("The answer is (C) Amoxicillin.", cap) is None
+    assert extract_letter("B. Amoxicillin\nExplanation: first choice.", cap) == "B"
+    assert extract_letter("A. Vancomycin is not needed; Final answer: B", cap) == "B"
+
+
 def test_numbers_and_duplicates_match_whole_tokens() -> None:
     cutoffs = {"A": ">5 mm", "B": ">10 mm", "C": ">15 mm"}
     assert extract_letter("The cut-off is >15 mm here.", cutoffs) == "C"

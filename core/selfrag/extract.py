@@ -16,7 +16,9 @@ Evidence is read strongest first; the first kind that decides wins:
 6. the text of exactly one option, first in the first line, then in the whole text.
 
 A statement that names two letters ("B or C"), a letter that is not an option,
-or an option text shared by two letters (duplicate options) is ambiguous:
+a letter followed by another option's text ("A. Amoxicillin" where A is
+Vancomycin: small models mislabel), or an option text shared by two letters
+(duplicate options) is ambiguous:
 ``None``, without falling back to weaker evidence. Option text is matched on
 whole normalised tokens, so ">5 mm" never matches inside ">15 mm" and
 "vitamin B1" never inside "vitamin B12". Agreement with a human reader on
@@ -116,6 +118,18 @@ def _by_text(scope: str, options: Mapping[str, str] | None, *, prose: bool) -> o
     return next(iter(chosen))
 
 
+def _contradicts(letter: str, rest: str, options: Mapping[str, str] | None) -> bool:
+    """``letter`` is followed by another option's text, not its own ("A. Amoxicillin" where A is Vancomycin)."""
+    if not options:
+        return False
+    after = option_tokens(rest[:200])
+    texts = {k.upper(): option_tokens(v) for k, v in options.items()}
+    own = texts.get(letter, ())
+    if own and after[: len(own)] == own:
+        return False
+    return any(k != letter and t and after[: len(t)] == t for k, t in texts.items())
+
+
 def _from_tail(tail: str, valid: set[str], options: Mapping[str, str] | None) -> object:
     """What a statement's tail ("(B) because ...", "ceftriaxone.") states."""
     tail = tail.lstrip(" \t*_\"'`:")
@@ -123,6 +137,8 @@ def _from_tail(tail: str, valid: set[str], options: Mapping[str, str] | None) ->
         letter = next(g for g in match.groups() if g).upper()
         if _SECOND_LETTER.match(tail[match.end() :]) or letter not in valid:
             return None  # "B or C", "A/B", or a letter that is not an option
+        if _contradicts(letter, tail[match.end() :], options):
+            return None  # the letter names one option and the text another: no honest reading
         return letter
     end = _SENTENCE_END.search(tail)
     return _by_text(tail[: end.start()] if end else tail, options, prose=False)
@@ -166,14 +182,15 @@ def _from_statements(text: str, valid: set[str], options: Mapping[str, str] | No
     return _last_statement(list(_WOULD_RE.finditer(text)), text, valid, options)
 
 
-def _from_lines(text: str, valid: set[str]) -> object:
-    letters = []
+def _from_lines(text: str, valid: set[str], options: Mapping[str, str] | None) -> object:
+    found = []
     for line in text.splitlines():
         if match := _LEADING.match(line):
-            letters.append(next(g for g in match.groups() if g).upper())
-    if not letters or len(set(letters)) > 1:
+            found.append((next(g for g in match.groups() if g).upper(), line[match.end() :]))
+    if not found or len({letter for letter, _ in found}) > 1:
         return _MISSING  # no leading letter, or a walk through several options
-    return letters[0] if letters[0] in valid else None
+    letter, rest = found[0]
+    return letter if letter in valid and not _contradicts(letter, rest, options) else None
 
 
 def _leading_word(text: str, options: Mapping[str, str] | None) -> object:
@@ -201,7 +218,7 @@ def extract_letter(text: str, options: Mapping[str, str] | None = None) -> str |
     for step in (
         lambda: _from_json(text, valid, options),
         lambda: _from_statements(text, valid, options),
-        lambda: _from_lines(text, valid),
+        lambda: _from_lines(text, valid, options),
         lambda: _leading_word(text, options),
         lambda: _by_text(text.strip().splitlines()[0], options, prose=True),
         lambda: _by_text(text, options, prose=True),
