@@ -14,7 +14,7 @@ import functools
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 from core.errors import CasebookError
 from core.privacy.egress import NamesFromDatabase
@@ -22,7 +22,7 @@ from core.privacy.egress import NamesFromDatabase
 if TYPE_CHECKING:
     from core.settings import Settings
 
-__all__ = ["refusal_lists"]
+__all__ = ["RefusalLists", "refusal_lists"]
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +64,14 @@ def _lists(settings_json: str) -> _Lists:
     return _Lists(Settings.model_validate_json(settings_json))
 
 
-def refusal_lists(settings: Settings) -> dict[str, list[str]]:
+class RefusalLists(TypedDict):
+    """The keyword arguments :func:`refusal_lists` gives ``enforce`` (typed, so ``**`` unpacks precisely)."""
+
+    names: list[str]
+    drugs: list[str]
+
+
+def refusal_lists(settings: Settings) -> RefusalLists:
     """``{"names": [...], "drugs": [...]}`` for :func:`core.answer.guard.enforce` and ``guard_draft_sections``."""
     lists = _lists(settings.model_dump_json())  # one cache per distinct settings, like the pages' resources
     return {"names": lists.names(), "drugs": lists.drugs()}
