@@ -21,6 +21,7 @@ __all__ = [
     "INSUFFICIENT",
     "Draft",
     "Scored",
+    "asked_populations",
     "bullet_prompt",
     "complete_sentences",
     "extractive_bullets",
@@ -70,6 +71,7 @@ def rank_sentences(
     of the focus words it mentions itself.
     """
     q = key_tokens(question, cfg.stopwords)
+    groups = asked_populations(question, cfg)
     scored: dict[str, Scored] = {}
     named_only = bool(evidence) and all(c.boost > 0 and c.is_label for c in evidence)
     for i, cand in enumerate(evidence):
@@ -87,10 +89,19 @@ def rank_sentences(
                 if fit == 0 or not (on_section or mentions_focus(sentence, cand.hit, slot.focus, cfg)):
                     continue
                 score += cfg.slot_fill_weight * (fit - 1) + cfg.focus_weight * focus_coverage(sentence, slot.focus, cfg)
+            if groups:
+                section = " ".join((cand.hit.section_title, *cand.hit.section_path))
+                score += cfg.population_weight * any(g.search(f"{sentence} {section}") for g in groups)
             if coverage >= cfg.min_question_overlap and score > getattr(scored.get(sentence), "score", -1.0):
                 text = "\n".join((sentence, *table))  # a table's lead-in or header carries the table
                 scored[sentence] = Scored(score, text, i, source_label(cand.hit))
     return sorted(scored.values(), key=lambda s: s.score, reverse=True)
+
+
+def asked_populations(question: str, cfg: GuidelineQASettings) -> list[re.Pattern[str]]:
+    """The patterns of the patient groups (``cfg.populations``) that the question names."""
+    patterns = [re.compile(p, re.I) for p in cfg.populations.values()]
+    return [p for p in patterns if p.search(question)]
 
 
 def with_tables(sentences: list[str], max_rows: int = 12) -> list[tuple[str, tuple[str, ...]]]:

@@ -309,6 +309,15 @@ class GuidelineQASettings(BaseModel):
         0.0, ge=0, description="Weight of the share of the question's focus words a chunk (choosing the evidence) "
         "or a sentence (choosing the bullets) mentions."
     )
+    populations: dict[str, str] = Field(
+        vocab.POPULATIONS,
+        description="Patient groups a question may name -> regular expression of the words documents use for them "
+        "(children: pediatric, infants...). Extractive: see population_weight.",
+    )
+    population_weight: float = Field(
+        0.5, ge=0, description="Extractive: added to a sentence that names (itself or in its section heading) a "
+        "patient group the question names, so \"for children\" quotes the pediatric line before the adult one.",
+    )
     focus_prefix: int = Field(
         5, ge=3, description="Characters of a word compared when checking a sentence mentions the question's focus."
     )

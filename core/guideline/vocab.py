@@ -106,6 +106,19 @@ QUESTION_FILLER: list[str] = [
     "effect", "effects", "adverse", "reaction", "reactions", "side", "warning", "warnings", "interaction",
     "interactions", "interact", "contraindication", "contraindications", "boxed",
 ]  # fmt: skip
+# Patient groups a question may name, each with the words a document uses for it (regular expressions). A
+# sentence (or its section heading) naming the asked-about group is preferred: "children" finds the label's
+# "Pediatric patients" line before the adult one.
+POPULATIONS: dict[str, str] = {
+    "children": r"\b(child(ren)?|kids?|p(a)?ediatric|infants?|neonat\w*|newborns?|adolescents?)\b",
+    "adults": r"\badults?\b",
+    "pregnancy": r"\bpregnan\w*\b",
+    "breastfeeding": r"\b(breast\w*|lactat\w*|nursing)\b",
+    "elderly": r"\b(elderly|older (adults|patients|people)|geriatric)\b",
+    "renal": r"\b(renal|kidneys?|dialysis|hemodialysis|haemodialysis|creatinine clearance)\b",
+    "hepatic": r"\b(hepatic|liver)\b",
+    "hiv": r"\b(hiv|antiretroviral\w*)\b",
+}
 # LOINC section code -> what a plain statement calls the section ("The X label lists no contraindications").
 SECTION_NAMES: dict[str, str] = {
     "34066-1": "boxed warning",
