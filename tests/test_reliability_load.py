@@ -67,11 +67,13 @@ def _counts(rt: Runtime) -> dict[str, int]:
         return counts
 
 
-def _audit_grew(before: dict[str, int], after: dict[str, int], asks: int, saves: int) -> None:
-    """One ``ask`` row per answer, one ``draft.save`` row per saved draft, and no other row."""
+def _audit_grew(rt: Runtime, before: dict[str, int], after: dict[str, int], asks: int, saves: int) -> None:
+    """One ``ask`` row per answer, one ``draft.save`` row per saved draft, no other row, and the chain verifies."""
     assert after[f"audit:{audit.ASK}"] - before[f"audit:{audit.ASK}"] == asks
     assert after[f"audit:{audit.DRAFT_SAVE}"] - before[f"audit:{audit.DRAFT_SAVE}"] == saves
     assert after["audit_log"] - before["audit_log"] == asks + saves
+    checked = audit.verify(rt.db)  # concurrent writers must queue on the chain, never fork it
+    assert checked.ok, checked
 
 
 def _record(name: str, backend: str, latencies: list[float], **extra: Any) -> None:
@@ -123,7 +125,7 @@ def test_threads_lose_and_duplicate_nothing(loaded: Runtime) -> None:
     assert not errors, errors
     after, n = _counts(loaded), THREADS * PER_THREAD
     assert after["messages"] - before["messages"] == 2 * n
-    _audit_grew(before, after, asks=n, saves=n)
+    _audit_grew(loaded, before, after, asks=n, saves=n)
     assert after["report_drafts"] - before["report_drafts"] == n
     ids = [d for _, ds in results for d in ds]
     assert len(ids) == len(set(ids)) == n
@@ -165,7 +167,7 @@ def test_processes_lose_and_duplicate_nothing(loaded: Runtime, spawn_ctx: Any) -
     assert all(g[0] == "ok" for g in got), got
     after, n = _counts(loaded), PROCS * PER_PROC
     assert after["messages"] - before["messages"] == 2 * n
-    _audit_grew(before, after, asks=n, saves=n)
+    _audit_grew(loaded, before, after, asks=n, saves=n)
     ids = [d for g in got for d in g[3]]
     assert len(ids) == len(set(ids)) == after["report_drafts"] - before["report_drafts"] == n
     _record("processes", loaded.db.engine.dialect.name, [x for g in got for x in g[2]], processes=PROCS, asks=n)
@@ -206,5 +208,5 @@ def test_rate_limit_exact_under_load(loaded: Runtime) -> None:
     after = _counts(rt)
     assert len(answered) == limit and len(refused) == 24 - limit
     assert after["messages"] - before["messages"] == 2 * limit
-    _audit_grew(before, after, asks=limit, saves=0)
+    _audit_grew(loaded, before, after, asks=limit, saves=0)
     rt.db.dispose()
