@@ -17,7 +17,9 @@ from core.runtime import Runtime, open_runtime
 from core.settings import Settings, load_settings
 from core.store.models import Scan, User
 
-pytest_plugins = ["tests.conftest_llm"]
+# tests.backends: one PostgreSQL cluster and one demo template database for the whole session,
+# shared by every module (a template per module re-read the demo SQLite file late in the run).
+pytest_plugins = ["tests.conftest_llm", "tests.backends"]
 
 
 def make_settings(root: Path, **overrides: Any) -> Settings:

@@ -15,7 +15,7 @@ from core.answer.records import audit as legacy_audit
 from core.errors import ImmutableRecordError
 from core.runtime import Runtime
 from core.store.models import AuditLog
-from tests.backends import backend_params, pg_cluster, pg_tpl, writable_runtime  # noqa: F401
+from tests.backends import backend_params, writable_runtime
 from tests.rec_workers import run_children
 
 

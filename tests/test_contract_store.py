@@ -26,7 +26,7 @@ from core.contracts import AskAnswer, EmptyReason
 from core.errors import ImmutableRecordError, NotFoundError, RateLimitedError, ReadOnlyViolationError
 from core.runtime import Runtime, open_runtime
 from core.store.models import HistoricalCase, RateLimitHit, Report, ReportDraft, Scan, User
-from tests.backends import backend_params, pg_cluster, pg_runtime, pg_tpl, writable_runtime  # noqa: F401
+from tests.backends import backend_params, pg_runtime, writable_runtime
 from tests.conftest import make_settings, scan_of
 
 

@@ -23,7 +23,7 @@ from core.imaging.importer import AWAITING_READING, import_images
 from core.imaging.store import ImageStore
 from core.runtime import Runtime, open_runtime
 from core.store.models import ImageIdentityMap, ImageInstance, ImageSeries, Scan, User
-from tests.backends import PgCluster, pg_cluster  # noqa: F401 - the fixture, for the PostgreSQL test
+from tests.backends import PgCluster
 from tests.conftest import make_settings
 from tests.imaging_support import audit_outcomes, copy_packaged, counts, edited, packaged
 
@@ -231,7 +231,7 @@ def test_cli_import_reports_errors_with_a_hint(tmp_path: Path, capsys: pytest.Ca
 
 
 @pytest.mark.postgres
-def test_postgres_two_replicas_share_the_store(pg_cluster: PgCluster, tmp_path: Path) -> None:  # noqa: F811
+def test_postgres_two_replicas_share_the_store(pg_cluster: PgCluster, tmp_path: Path) -> None:
     """On PostgreSQL, a study imported through one app replica opens from another (same store root)."""
     from core.imaging.query import series_for_scan
 

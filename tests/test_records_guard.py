@@ -24,7 +24,7 @@ from core.errors import AccessDeniedError, ConflictError, ImmutableRecordError, 
 from core.reports import verify_reports
 from core.runtime import Runtime
 from core.store.models import Report, ReportDraft, User
-from tests.backends import backend_params, pg_cluster, pg_tpl, writable_runtime  # noqa: F401
+from tests.backends import backend_params, writable_runtime
 from tests.conftest import scan_of
 from tests.rec_workers import run_children
 

@@ -42,7 +42,7 @@ from core.runtime import Runtime, open_runtime
 from core.settings import load_settings
 from core.store.db import Database
 from core.store.models import AuditLog, Message, ReportDraft, User
-from tests.backends import PgCluster, pg_cluster, pg_tpl, writable_runtime  # noqa: F401
+from tests.backends import PgCluster, writable_runtime
 from tests.conftest import make_settings, scan_of
 from tests.llm_server import FakeLLMServer
 
@@ -385,7 +385,7 @@ def test_sqlite_lock_is_retried_then_a_clear_error(fresh: Runtime) -> None:
 
 @pytest.mark.postgres
 def test_postgres_dropped_connections(
-    pg_cluster: PgCluster,  # noqa: F811
+    pg_cluster: PgCluster,
     request: pytest.FixtureRequest,
     demo_root: Path,
     tmp_path: Path,

@@ -27,7 +27,7 @@ from core.errors import RateLimitedError
 from core.runtime import Runtime, open_runtime
 from core.settings import Settings
 from core.store.models import AuditLog, Message, ReportDraft, Scan, User
-from tests.backends import backend_params, pg_cluster, pg_tpl, writable_runtime  # noqa: F401
+from tests.backends import backend_params, writable_runtime
 
 THREADS, PER_THREAD = 8, 6
 PROCS, PER_PROC = 3, 6

@@ -32,7 +32,7 @@ from core.errors import AccessDeniedError, RateLimitedError
 from core.runtime import Runtime
 from core.sessions import create_session, resolve_session, revoke_all_sessions, revoke_session, token_hash
 from core.store.models import AuditLog, LoginAttempt, Scan, User, UserSession
-from tests.backends import backend_params, pg_cluster, pg_tpl, writable_runtime  # noqa: F401
+from tests.backends import backend_params, writable_runtime
 from tests.conftest import scan_of
 from tests.rec_workers import run_children
 
