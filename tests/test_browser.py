@@ -10,6 +10,7 @@ Screenshots go to ``test-artifacts/browser/`` (git-ignored).
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -195,21 +196,28 @@ def test_report_draft_guideline_qa_selfrag_and_status_pages(kb_server: tuple[str
                 reports = s.scalar(select(func.count()).select_from(Report))
             assert len(drafts) == 1 and drafts[0].status == "open" and drafts[0].findings.strip()
 
-            # Guideline QA: a drug question gets bullets with their snippet and source; migraine abstains
+            # Guideline QA: a drug question gets one line per bullet and its named, demo-marked source,
+            # the evidence (snippet and word overlap) only behind the toggle; migraine abstains
             page.get_by_role("link", name="Guideline QA").click()
             expect(page.get_by_role("heading", name="Guideline QA")).to_be_visible()
             question = page.get_by_role("textbox", name="Question")
             question.fill("What is the usual adult dose of isoniazid?")
             page.get_by_role("button", name="Ask").click()
-            expect(page.get_by_text("Source:").first).to_be_visible()
             expect(page.get_by_text("Drug label", exact=True)).to_be_visible()
-            expect(page.get_by_text("isoniazid", exact=False).first).to_be_visible()
             expect(page.get_by_text("Retrieval confidence")).to_be_visible()
-            expect(page.get_by_text("Intermittent regimen", exact=False).first).to_be_visible()  # doses keep headers
+            expect(page.get_by_text("Isoniazid label — Dosage and Administration", exact=False).first).to_be_visible()
+            expect(page.get_by_text("demo", exact=True).first).to_be_visible()  # the demo badge
+            expect(page.get_by_text("No answer (ABSTAIN)")).to_have_count(0)
+            expect(page.get_by_text("word overlap", exact=False)).to_have_count(0)  # evidence hidden by default
+            page.get_by_text("Show the evidence behind each bullet").click()
+            expect(page.get_by_text("word overlap", exact=False).first).to_be_visible()
             page.screenshot(path=str(ARTIFACTS / "09-guideline-qa.png"))
             question.fill("What is the best treatment for migraine headaches?")
             page.get_by_role("button", name="Ask").click()
             expect(page.get_by_text("No answer (ABSTAIN)")).to_be_visible()
+            expect(page.get_by_text("Out of scope", exact=True)).to_be_visible()
+            expect(page.get_by_text("Stopped at the router step", exact=False)).to_be_visible()
+            expect(page.get_by_text("Isoniazid label — Dosage and Administration", exact=False)).to_have_count(0)
             page.screenshot(path=str(ARTIFACTS / "10-guideline-abstain.png"))
 
             # Self-reflective RAG: one question with its trace (decision, reranked documents, answers)
@@ -217,9 +225,17 @@ def test_report_draft_guideline_qa_selfrag_and_status_pages(kb_server: tuple[str
             expect(page.get_by_role("heading", name="Self-reflective RAG")).to_be_visible()
             page.get_by_role("textbox", name="Question").fill("Which drug treats latent tuberculosis?")
             page.get_by_role("textbox", name="Options (optional)").fill("A: Ceftriaxone\nB: Isoniazid")
+            # "always": the scripted critic's P(retrieve) (0.20) is under the adaptive threshold, and the
+            # trace under test is the one with retrieved, reranked documents
+            page.get_by_role("combobox", name="Retrieval").click()
+            page.get_by_role("option", name="always", exact=True).click()
+            expect(page.get_by_role("combobox", name="Retrieval")).to_have_value("always")
             page.get_by_role("button", name="Run").click()
-            expect(page.get_by_text("Answer: B")).to_be_visible(timeout=60_000)
+            expect(page.get_by_text("Answer: B — Isoniazid")).to_be_visible(timeout=60_000)
+            expect(page.get_by_text("Decision (always):", exact=False)).to_be_visible()
             expect(page.get_by_text("Reranked documents")).to_be_visible()
+            # top_k 5 retrieved documents, each with its verdict under the relevance floor
+            expect(page.get_by_text(re.compile(r"^\d\. .+ \((kept|dropped)\)$"))).to_have_count(5)
             expect(page.locator(".stPlotlyChart")).to_have_count(2)  # critic scores, expected utility
             expect(page.get_by_text("Kept answer 1", exact=False)).to_be_visible()
             page.screenshot(path=str(ARTIFACTS / "11-selfrag-trace.png"))
