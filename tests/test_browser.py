@@ -151,6 +151,7 @@ def test_doctor_review_flow_and_patient_view(server: tuple[str, Path]) -> None:
 
             # a patient sees their own scans and no chat
             page.get_by_role("button", name="Log out").click()
+            expect(page.get_by_label("Username")).to_be_visible()  # the revoking rerun finished
             log_in(page, base, "rahul.mehta")
             expect(page.get_by_role("heading", name="My scans")).to_be_visible()
             expect(page.get_by_text("Reviewed in the browser test.")).to_be_visible()  # the signed report
