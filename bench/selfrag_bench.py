@@ -38,7 +38,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from core.selfrag.settings import SelfRagSettings
+from core.config.selfrag import SelfRagSettings
 from core.selfrag.types import CriticReading, Document
 
 QUESTION = (

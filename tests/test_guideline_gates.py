@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from core.config.guideline import GuidelineQASettings
 from core.guideline.calibration import confidence, fit_logistic
 from core.guideline.compose import complete_sentences, parse_bullets, plain_language
 from core.guideline.constraints import (
@@ -19,7 +20,6 @@ from core.guideline.constraints import (
 )
 from core.guideline.gates import align, check_bullet, entity_guard, evidence_sentences, medical_entities, source_label
 from core.guideline.router import drug_synonyms, route_question
-from core.guideline.settings import GuidelineQASettings
 from core.guideline.text import jaccard, key_tokens, overlap_ratio
 from core.kb.lexicon import DrugLexicon
 from core.kb.types import Hit

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from core.config.guideline import GuidelineQASettings
 from core.guideline.compose import asked_populations, rank_sentences
 from core.guideline.constraints import Candidate
-from core.guideline.settings import GuidelineQASettings
 from core.guideline.slots import question_slot
 from tests.test_guideline_gates import hit
 

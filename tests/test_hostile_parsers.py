@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from core.config.kb import KBSettings
 from core.embed import Embedder, make_embedder
 from core.errors import DocumentError
 from core.kb import KnowledgeBase
 from core.kb.docparse import parse_html, parse_markdown
 from core.kb.guidelines import parse_guideline
 from core.kb.ingest import parse_files
-from core.kb.settings import KBSettings
 from core.kb.tokens import E5TokenCounter
 from core.settings import Settings, load_settings
 

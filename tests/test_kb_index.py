@@ -10,13 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from core.config.kb import KBSettings
 from core.embed import Embedder, make_embedder
 from core.errors import BackendError, IndexStateError, InvalidInputError, NotFoundError
 from core.kb import Hit, KnowledgeBase, Retriever
 from core.kb.fusion import rrf
 from core.kb.index import IndexBuilder, file_sha256, kb_link
 from core.kb.reader import open_index
-from core.kb.settings import KBSettings
 from core.kb.tokens import E5TokenCounter
 from core.kb.types import Chunk
 from core.settings import Settings, load_settings

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from core.config.kb import KBSettings
 from core.errors import DocumentError
 from core.kb.guidelines import parse_guideline
-from core.kb.settings import KBSettings
 from core.kb.spl import parse_spl
 from core.kb.tokens import E5TokenCounter
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from core.config.kb import KBSettings
 from core.kb.guidelines import parse_guideline
 from core.kb.pdfwrite import GuidelineSource, read_source, render_pdf
-from core.kb.settings import KBSettings
 from core.kb.splwrite import spl_from_source
 from core.kb.tokens import E5TokenCounter
 from core.kb.types import Document

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from core.kb.settings import KBSettings
+from core.config.kb import KBSettings
 from core.kb.sources import iter_sources
 
 DATA = Path(__file__).parent / "data" / "kb"

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from core.config.selfrag import SelfRagSettings
 from core.llm.base import LLM
 from core.llm.factory import make_llm
 from core.selfrag.critic import JudgeCritic, LLMReflectionCritic, first_token_labels
 from core.selfrag.factory import build_pipeline
 from core.selfrag.prompts import format_mcq
 from core.selfrag.retrieval import StaticRetriever
-from core.selfrag.settings import SelfRagSettings
 from core.selfrag.tokens import (
     FULLY_SUPPORTED,
     IRRELEVANT,

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from core.config.selfrag import SelfRagSettings
 from core.errors import ConfigError
 from core.selfrag import scoring
 from core.selfrag.native import NativeCritic, ReflectionModel, resolve_device
 from core.selfrag.pipeline import SelfRagPipeline
 from core.selfrag.retrieval import StaticRetriever
-from core.selfrag.settings import SelfRagSettings
 from core.selfrag.tiny import build_tiny_reflection_model, reflection_tokenizer
 from core.selfrag.tokens import ALL_REFLECTION_TOKENS, RELEVANCE_TOKENS, RETRIEVAL_TOKENS, UTILITY_TOKENS
 from core.selfrag.types import CriticReading, Document

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from core.config.selfrag import SelfRagSettings
 from core.selfrag import scoring
-from core.selfrag.settings import SelfRagSettings
 from core.selfrag.tokens import (
     FULLY_SUPPORTED,
     IRRELEVANT,

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from core.answer.facts import AnswerFacts, EventCount, bundle_facts
-from core.answer.settings import AskSettings
 from core.answer.understand import Intent, Understanding, understand
+from core.config.ask import AskSettings
 from core.contracts import INSUFFICIENT_DATA, AskAnswer, BundleResult, ContextBundle
 
 __all__ = ["OUT_OF_SCOPE", "Composed", "absent_names", "compose", "confidence_for", "out_of_scope_answer"]

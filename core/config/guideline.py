@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from core.guideline import vocab
+from core.config import guideline_vocab as vocab
 
 __all__ = ["GuidelineQASettings"]
 

@@ -1,6 +1,6 @@
 """Default vocabularies of Guideline QA: concepts, refusal patterns, answer slots (data only).
 
-These are the defaults of fields in :class:`core.guideline.settings.GuidelineQASettings`
+These are the defaults of fields in :class:`core.config.guideline.GuidelineQASettings`
 (kept here so the settings module stays readable); change them through settings,
 never by importing these names elsewhere.
 """

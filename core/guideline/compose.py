@@ -10,9 +10,9 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 
+from core.config.guideline import GuidelineQASettings
 from core.guideline.constraints import Candidate
 from core.guideline.gates import source_label
-from core.guideline.settings import GuidelineQASettings
 from core.guideline.slots import Slot, fills_slot, focus_coverage, mentions_focus
 from core.guideline.text import key_tokens, overlap_ratio, split_sentences
 from core.llm.base import Message

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from core.guideline.settings import GuidelineQASettings
+from core.config.guideline import GuidelineQASettings
 from core.guideline.text import contains_phrase, find_phrases
 from core.kb.fusion import rrf
 from core.kb.types import Hit

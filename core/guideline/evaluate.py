@@ -33,10 +33,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from core.config.guideline import GuidelineQASettings
 from core.guideline.gates import check_bullet, evidence_sentences
 from core.guideline.pipeline import GuidelineQA
 from core.guideline.router import drug_synonyms
-from core.guideline.settings import GuidelineQASettings
 from core.guideline.types import EvidenceChunk, QAAnswer, QAResult, Route
 from core.kb.lexicon import DrugLexicon
 from core.kb.types import Hit

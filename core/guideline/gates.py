@@ -13,7 +13,7 @@ import re
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
-from core.guideline.settings import GuidelineQASettings
+from core.config.guideline import GuidelineQASettings
 from core.guideline.text import find_phrases, jaccard, key_tokens, overlap_ratio, split_sentences
 from core.kb.types import Hit
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from core.config.guideline import GuidelineQASettings
 from core.guideline.calibration import confidence, model_confidence, retrieval_features
 from core.guideline.constraints import (
     Candidate,
@@ -23,7 +24,6 @@ from core.guideline.constraints import (
     section_matches,
 )
 from core.guideline.router import expand_query
-from core.guideline.settings import GuidelineQASettings
 from core.guideline.slots import focus_coverage
 from core.guideline.text import key_tokens
 from core.guideline.types import RouteDecision, Trace

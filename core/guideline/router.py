@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 
-from core.guideline.settings import GuidelineQASettings
+from core.config.guideline import GuidelineQASettings
 from core.guideline.text import find_phrases
 from core.guideline.types import RouteDecision
 from core.kb.lexicon import DrugLexicon

@@ -22,7 +22,7 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from core.guideline.settings import GuidelineQASettings
+from core.config.guideline import GuidelineQASettings
 from core.guideline.text import find_phrases, key_tokens
 from core.kb.types import Hit
 

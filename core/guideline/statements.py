@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from core.config.guideline import GuidelineQASettings
 from core.guideline.catalog import Catalog
-from core.guideline.settings import GuidelineQASettings
 from core.guideline.slots import LABEL_SLOT_SECTIONS, Slot, yes_no
 from core.guideline.text import key_tokens
 from core.kb.types import Hit

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from core.config.imaging import ImagingSettings
 from core.errors import ImageRejectedError
-from core.imaging.settings import ImagingSettings
 
 __all__ = ["DecodedImage", "decode_pixels", "read_dicom", "window_from"]
 

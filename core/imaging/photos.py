@@ -13,8 +13,8 @@ import warnings
 
 import numpy as np
 
+from core.config.imaging import ImagingSettings
 from core.errors import ImageRejectedError
-from core.imaging.settings import ImagingSettings
 
 __all__ = ["is_photo", "read_photo"]
 

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.config.imaging import ImagingSettings
 from core.errors import ImageRejectedError
-from core.imaging.settings import ImagingSettings
 
 __all__ = ["Source", "collect_sources"]
 

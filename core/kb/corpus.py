@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from core.config.kb import KBSettings
 from core.errors import ConfigError, EncoderMismatchError, IndexStateError, InvalidInputError
 from core.kb.corpus_ann import ShardedANN
 from core.kb.corpus_build import CORPUS_FORMAT, corpus_link
@@ -35,7 +36,6 @@ from core.kb.corpus_vectors import VectorFile
 from core.kb.docstore import DocStore
 from core.kb.fusion import rrf
 from core.kb.index import file_sha256
-from core.kb.settings import KBSettings
 from core.kb.types import Chunk, Hit, Retriever, SearchMode
 
 if TYPE_CHECKING:

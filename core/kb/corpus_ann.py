@@ -24,10 +24,10 @@ from typing import Any
 
 import numpy as np
 
+from core.config.kb import KBSettings
 from core.errors import ConfigError
 from core.kb.corpus_vectors import VectorFile
 from core.kb.index import write_faiss
-from core.kb.settings import KBSettings
 
 __all__ = ["ShardedANN", "ann_params", "build_shard_index", "choose_kind", "sample_rows", "train_template"]
 

@@ -11,10 +11,10 @@ import io
 import re
 from typing import Any
 
+from core.config.kb import KBSettings
 from core.errors import DocumentError
 from core.kb.guidelines import Block, DocInfo
 from core.kb.htmlwalk import load_front_matter, walk_html
-from core.kb.settings import KBSettings
 
 __all__ = ["Headings", "parse_html", "parse_markdown", "parse_pdf", "year_of"]
 

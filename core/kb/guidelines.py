@@ -16,9 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import PurePath
 
+from core.config.kb import KBSettings
 from core.errors import DocumentError
 from core.kb.chunking import window_words
-from core.kb.settings import KBSettings
 from core.kb.tokens import TokenCounter
 from core.kb.types import Chunk, Document
 

@@ -33,10 +33,10 @@ from typing import Any
 
 import numpy as np
 
+from core.config.kb import KBSettings
 from core.errors import IndexStateError, disk_full_as_error
 from core.kb.docstore import DocStoreWriter, DocSummary
 from core.kb.lexical import Bm25
-from core.kb.settings import KBSettings
 from core.kb.types import Chunk
 
 __all__ = [

@@ -16,13 +16,13 @@ from typing import Any
 
 from tqdm import tqdm
 
+from core.config.kb import KBSettings
 from core.embed import Embedder
 from core.errors import DocumentError, IndexStateError
 from core.kb.guidelines import GUIDELINE_SUFFIXES, parse_guideline
 from core.kb.index import IndexBuilder, kb_link, kb_lock
 from core.kb.reader import open_index
 from core.kb.sandbox import parse_isolated
-from core.kb.settings import KBSettings
 from core.kb.sources import SourceItem, iter_sources
 from core.kb.spl import parse_spl
 from core.kb.tokens import TokenCounter

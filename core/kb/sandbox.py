@@ -27,8 +27,8 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from core.config.kb import KBSettings
 from core.errors import DocumentError
-from core.kb.settings import KBSettings
 from core.kb.sources import SourceItem
 from core.kb.tokens import TokenCounter
 from core.kb.types import Document

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.kb.settings import KBSettings
+from core.config.kb import KBSettings
 
 __all__ = ["SourceItem", "iter_sources"]
 

@@ -15,11 +15,11 @@ from collections.abc import Iterator
 
 from lxml import etree
 
+from core.config.kb import KBSettings
 from core.errors import DocumentError
 from core.kb.chunking import pack_paragraphs
 from core.kb.loinc import SECTION_NAMES, classify_section
 from core.kb.names import name_variants, synonyms
-from core.kb.settings import KBSettings
 from core.kb.tokens import TokenCounter
 from core.kb.types import Chunk, Document
 from core.kb.xmlsafe import parse_untrusted_xml

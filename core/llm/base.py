@@ -2,7 +2,7 @@
 
 Every backend (``llamacpp``, ``groq``, ``openai``, ``transformers``) satisfies
 :class:`LLM`. ``max_tokens`` and ``temperature`` left as ``None`` take the
-values from :class:`core.llm.settings.LLMSettings`, so no number is defaulted
+values from :class:`core.config.llm.LLMSettings`, so no number is defaulted
 twice. Failures raise the :mod:`core.errors` tree:
 
     BackendError          5xx, malformed JSON, a stream cut midway, a model that will not load

@@ -19,7 +19,7 @@ from core.llm.remote import OpenAIWireLLM
 from core.privacy.egress import Egress
 
 if TYPE_CHECKING:
-    from core.llm.settings import LLMSettings
+    from core.config.llm import LLMSettings
 
 __all__ = ["GroqLLM"]
 

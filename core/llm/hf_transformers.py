@@ -20,7 +20,7 @@ from core.llm.base import Completion, Message, TokenLogprobs, truncate_at_stop
 from core.llm.budget import CancelToken, current_token
 
 if TYPE_CHECKING:
-    from core.llm.settings import LLMSettings
+    from core.config.llm import LLMSettings
 
 __all__ = ["TransformersLLM", "load_local_causal_lm"]
 

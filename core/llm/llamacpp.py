@@ -43,7 +43,7 @@ from core.llm.budget import CHARS_PER_TOKEN, current_token, speed_meter
 from core.llm.wire import delta_from_chunk, tokens_from_logprobs
 
 if TYPE_CHECKING:
-    from core.llm.settings import LLMSettings
+    from core.config.llm import LLMSettings
 
 __all__ = ["LlamaCppLLM"]
 

@@ -30,7 +30,7 @@ from core.llm.wire import completion_from_response, delta_from_chunk, load_json
 from core.privacy.egress import Egress
 
 if TYPE_CHECKING:
-    from core.llm.settings import LLMSettings
+    from core.config.llm import LLMSettings
 
 __all__ = ["OpenAIWireLLM", "map_sdk_error", "parse_retry_after"]
 

@@ -31,10 +31,10 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
+from core.config.privacy import PrivacySettings
 from core.contracts import BundleResult
 from core.errors import ConfigError
 from core.privacy.deid import Deidentifier
-from core.privacy.settings import PrivacySettings
 
 if TYPE_CHECKING:  # core.llm imports this module (its factory wraps backends in Egress)
     from core.llm.base import Message

@@ -7,13 +7,13 @@
 See docs/SELFRAG.md for the stages, the critic positions and the benchmark.
 """
 
+from core.config.selfrag import SelfRagSettings
 from core.selfrag.critic import Critic, JudgeCritic, LLMReflectionCritic
 from core.selfrag.extract import extract_letter
 from core.selfrag.factory import build_pipeline, make_retriever, register_corpus
 from core.selfrag.generate import Generator, LLMGenerator
 from core.selfrag.pipeline import SelfRagPipeline
 from core.selfrag.retrieval import KBRetriever, QueryProcessor, Retriever, StaticRetriever
-from core.selfrag.settings import SelfRagSettings
 from core.selfrag.tokens import clean_answer
 from core.selfrag.types import CriticReading, Document, SelfRagTrace
 

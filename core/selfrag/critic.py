@@ -36,8 +36,8 @@ from core.selfrag.tokens import (
 from core.selfrag.types import CriticReading, Document
 
 if TYPE_CHECKING:
+    from core.config.selfrag import SelfRagSettings
     from core.llm.base import LLM, Completion, Message
-    from core.selfrag.settings import SelfRagSettings
 
 __all__ = ["Critic", "JudgeCritic", "LLMReflectionCritic", "first_token_labels", "labels_in_order", "map_concurrently"]
 

@@ -29,9 +29,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.config.selfrag import RetrievalMode
 from core.selfrag.mcq import MCQItem
 from core.selfrag.pipeline import STAGES, SelfRagPipeline
-from core.selfrag.settings import RetrievalMode
 from core.selfrag.types import SelfRagTrace
 
 __all__ = ["OUTCOMES", "RETRY_OUTCOMES", "EvalSummary", "make_record", "outcome", "run_eval", "summarise", "wilson"]

@@ -44,7 +44,7 @@ from core.selfrag.tokens import (
 from core.selfrag.types import CriticReading, Document
 
 if TYPE_CHECKING:
-    from core.selfrag.settings import SelfRagSettings
+    from core.config.selfrag import SelfRagSettings
 
 __all__ = ["NativeCritic", "ReflectionModel", "resolve_device"]
 

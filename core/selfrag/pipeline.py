@@ -16,13 +16,13 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
+from core.config.selfrag import RetrievalMode, SelfRagSettings
 from core.errors import BackendError, BackendTimeoutError, RateLimitedError
 from core.selfrag import prompts, scoring
 from core.selfrag.critic import Critic
 from core.selfrag.extract import extract_letter
 from core.selfrag.generate import Generator
 from core.selfrag.retrieval import QueryProcessor, Retriever, retrieve_all
-from core.selfrag.settings import RetrievalMode, SelfRagSettings
 from core.selfrag.tokens import clean_answer
 from core.selfrag.types import (
     Abstention,
