@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -32,12 +30,29 @@ from typing import Any
 import faiss
 import numpy as np
 
-from core.errors import IndexStateError, disk_full_as_error
+from core.artifacts import ArtifactKind, VersionedDir, write_faiss
+from core.errors import IndexStateError
 
-__all__ = ["FORMAT", "CaseIndex", "IndexParams", "build_index", "file_sha256", "group_key"]
+__all__ = ["FORMAT", "KIND", "CaseIndex", "IndexParams", "build_index", "case_dir", "group_key"]
 
 FORMAT = 1
+KIND = ArtifactKind("Case index", FORMAT)
 ALL = "*"
+# The manifest keys that make up a version's content address (the same inputs give the same version).
+_CONTENT = ("format", "dim", "count", "encoder_id", "table_checksum", "params", "files")
+
+
+def case_dir(root: Path) -> VersionedDir:
+    """The versions of the similar-case index under ``root`` (``<index_dir>/cases``)."""
+    return VersionedDir(
+        root, "current", KIND, prefix="v-", what="Building the similar-case index",
+        serving="the previous index still serves", unbuilt="no index was built",
+    )  # fmt: skip
+
+
+def _content_version(manifest: dict[str, Any]) -> str:
+    core = {k: manifest[k] for k in _CONTENT}
+    return hashlib.sha256(json.dumps(core, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def group_key(anatomy: str | None, region: str | None) -> str:
@@ -45,15 +60,6 @@ def group_key(anatomy: str | None, region: str | None) -> str:
     if anatomy is None:
         return ALL
     return anatomy if region is None else f"{anatomy}/{region}"
-
-
-def file_sha256(path: Path) -> str:
-    """sha256 of a file, read in 1 MiB blocks."""
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 @dataclass(frozen=True)
@@ -99,90 +105,49 @@ def build_index(
     The previous version keeps serving until the swap; a failed build leaves it untouched.
     A full disk raises :class:`~core.errors.DiskFullError`.
     """
-    previous = "the previous index still serves" if (root / "current").exists() else "no index was built"
-    with disk_full_as_error(root, "Building the similar-case index", f"Free space under {root}; {previous}."):
-        anat = np.asarray(list(anatomy), dtype=object)
-        reg = np.asarray(["" if r is None else r for r in region], dtype=object)
-        if not (len(ids) == len(anat) == len(reg) == len(vectors)):
-            raise IndexStateError("Case index inputs differ in length")
-        order = np.lexsort((np.asarray(ids), reg.astype(str), anat.astype(str)))
-        ids_sorted = np.asarray(ids, dtype=np.int64)[order]
-        vecs = _normalise(np.asarray(vectors)[order])
-        anat, reg = anat[order], reg[order]
-        groups = _groups(anat, reg)
+    anat = np.asarray(list(anatomy), dtype=object)
+    reg = np.asarray(["" if r is None else r for r in region], dtype=object)
+    if not (len(ids) == len(anat) == len(reg) == len(vectors)):
+        raise IndexStateError("Case index inputs differ in length")
+    order = np.lexsort((np.asarray(ids), reg.astype(str), anat.astype(str)))
+    ids_sorted = np.asarray(ids, dtype=np.int64)[order]
+    vecs = _normalise(np.asarray(vectors)[order])
+    anat, reg = anat[order], reg[order]
+    groups = _groups(anat, reg)
 
-        root.mkdir(parents=True, exist_ok=True)
-        tmp = root / f".build-{os.getpid()}-{time.time_ns()}"
-        tmp.mkdir()
-        try:
-            np.save(tmp / "vectors.npy", vecs)
-            np.save(tmp / "ids.npy", ids_sorted)
-            group_meta: dict[str, dict[str, Any]] = {}
-            for key, (start, end) in groups.items():
-                hnsw_file = None
-                if end - start >= params.hnsw_min_cases:
-                    hnsw_file = f"hnsw-{key.replace('/', '__')}.faiss"
-                    qt_8bit: Any = faiss.ScalarQuantizer.QT_8bit  # an int at run time; the stubs say otherwise
-                    index = faiss.IndexHNSWSQ(vecs.shape[1], qt_8bit, params.hnsw_m, faiss.METRIC_INNER_PRODUCT)
-                    index.hnsw.efConstruction = params.hnsw_ef_construction
-                    index.train(vecs[start:end])
-                    index.add(vecs[start:end])
-                    with (tmp / hnsw_file).open("wb") as fh:  # faiss's own file writer ignores a failed close
-                        faiss.write_index(index, faiss.PyCallbackIOWriter(fh.write))  # type: ignore[attr-defined]
-                group_meta[key] = {"start": start, "end": end, "hnsw": hnsw_file}
-            files = {p.name: file_sha256(p) for p in sorted(tmp.iterdir())}
-            core = {
-                "format": FORMAT,
-                "dim": int(vecs.shape[1]),
-                "count": len(ids_sorted),
-                "encoder_id": encoder_id,
-                "table_checksum": table_checksum,
-                "params": params.__dict__,
-                "files": files,
-            }
-            version = hashlib.sha256(json.dumps(core, sort_keys=True).encode()).hexdigest()[:16]
-            manifest = {
-                **core,
-                "version": version,
-                "groups": group_meta,
-                "faiss_version": faiss.__version__,
-                "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            }
-            (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2))
-            final = root / f"v-{version}"
-            if final.exists():
-                shutil.rmtree(final)
-            os.replace(tmp, final)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        link_tmp = root / f".current-{os.getpid()}"
-        if link_tmp.is_symlink() or link_tmp.exists():
-            link_tmp.unlink()
-        link_tmp.symlink_to(final.name)
-        os.replace(link_tmp, root / "current")
-        for old in root.glob("v-*"):
-            if old != final:
-                shutil.rmtree(old, ignore_errors=True)
-        return final
+    with case_dir(root).build() as build:
+        np.save(build.path / "vectors.npy", vecs)
+        np.save(build.path / "ids.npy", ids_sorted)
+        group_meta: dict[str, dict[str, Any]] = {}
+        for key, (start, end) in groups.items():
+            hnsw_file = None
+            if end - start >= params.hnsw_min_cases:
+                hnsw_file = f"hnsw-{key.replace('/', '__')}.faiss"
+                qt_8bit: Any = faiss.ScalarQuantizer.QT_8bit  # an int at run time; the stubs say otherwise
+                index = faiss.IndexHNSWSQ(vecs.shape[1], qt_8bit, params.hnsw_m, faiss.METRIC_INNER_PRODUCT)
+                index.hnsw.efConstruction = params.hnsw_ef_construction
+                index.train(vecs[start:end])
+                index.add(vecs[start:end])
+                write_faiss(index, build.path / hnsw_file)
+            group_meta[key] = {"start": start, "end": end, "hnsw": hnsw_file}
+        manifest = {
+            "dim": int(vecs.shape[1]),
+            "count": len(ids_sorted),
+            "encoder_id": encoder_id,
+            "table_checksum": table_checksum,
+            "params": params.__dict__,
+            "groups": group_meta,
+            "faiss_version": faiss.__version__,
+            "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+        return build.commit(manifest, version=_content_version)
 
 
 class CaseIndex:
     """A loaded, verified index version. Thread-safe for concurrent searches."""
 
     def __init__(self, path: Path, *, verify: bool = True) -> None:
-        manifest_path = path / "manifest.json"
-        try:
-            self.manifest: dict[str, Any] = json.loads(manifest_path.read_text())
-        except (OSError, ValueError) as exc:
-            raise IndexStateError(f"Case index manifest unreadable at {manifest_path}: {exc}") from exc
-        if self.manifest.get("format") != FORMAT:
-            raise IndexStateError(f"Case index format {self.manifest.get('format')} is not {FORMAT}")
-        if verify:
-            for name, digest in self.manifest["files"].items():
-                f = path / name
-                if not f.is_file() or file_sha256(f) != digest:
-                    raise IndexStateError(f"Case index file {name} is missing or corrupt")
+        self.manifest: dict[str, Any] = KIND.read(path, verify=verify)
         try:
             self.vectors: np.ndarray = np.load(path / "vectors.npy", mmap_mode="r")
             self.ids: np.ndarray = np.load(path / "ids.npy")

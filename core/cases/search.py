@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import threading
 from collections import OrderedDict
 from dataclasses import asdict
@@ -22,7 +23,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 from threadpoolctl import threadpool_limits
 
-from core.cases.index import CaseIndex, IndexParams, build_index
+from core.cases.index import CaseIndex, IndexParams, build_index, case_dir
 from core.contracts import EmptyReason, SimilarCase, SimilarCasesResult
 from core.errors import IndexStateError, NotFoundError
 from core.settings import Settings
@@ -116,26 +117,24 @@ class CaseSearch:
 
     def open(self, *, check_table: bool = True) -> CaseIndex:
         """Load the current index; rebuild it when missing, corrupt, stale, from another encoder or built otherwise."""
-        current = self.root / "current"
-        if not current.exists() and not current.is_symlink():  # a fresh install: nothing to distrust, so no warning
+        cases = case_dir(self.root)
+        if not cases.exists() and not cases.link_path.is_symlink():  # a fresh install: nothing to distrust, no warning
             log.info("No case index under %s yet; building it", self.root)
             return self.rebuild()
         try:
-            index = CaseIndex(current.resolve() if current.is_symlink() else current)
-            reason = None
-            if index.manifest["encoder_id"] != self.settings.search.encoder_id:
-                reason = f"built for encoder {index.manifest['encoder_id']!r}"
-            elif index.manifest.get("params") != asdict(self._build_params()):
-                reason = f"built with {index.manifest.get('params')}, settings ask for {asdict(self._build_params())}"
-            elif check_table:
-                with self.db.read_only() as s:
-                    if table_checksum(s) != index.manifest["table_checksum"]:
-                        reason = "case table changed since it was built"
-            if reason is None:
-                return index
-            log.warning("Case index is stale (%s); rebuilding", reason)
+            index = CaseIndex(Path(os.path.realpath(cases.link_path)))
         except IndexStateError as exc:
             log.warning("Case index unusable (%s); rebuilding", exc)
+            return self.rebuild()
+        spec = {"encoder_id": self.settings.search.encoder_id, "params": asdict(self._build_params())}
+        try:
+            if check_table:
+                with self.db.read_only() as s:
+                    spec["table_checksum"] = table_checksum(s)
+            cases.check_spec(index.manifest, spec)
+            return index
+        except IndexStateError as exc:
+            log.warning("Case index is stale (%s); rebuilding", exc)
         return self.rebuild()
 
     @property
