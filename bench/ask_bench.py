@@ -43,7 +43,7 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="askbench-"))
     settings = load_settings(
         paths={"data_dir": root / "data", "index_dir": root / "idx", "model_dir": REPO_ROOT / "models"},
-        llm={"backend": "llamacpp", "threads": args.threads, "max_tokens": 160},
+        llm={"backend": "llamacpp", "llamacpp": {"threads": args.threads}, "max_tokens": 160},
         ask={"llm_budget_s": 600, "rate_limit_per_minute": 10_000},
     )
     rt = open_runtime(settings)

@@ -115,7 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     info = machine() | {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "model": path.name}
     rows = []
     for threads in args.threads:
-        llm_settings = base.llm.model_copy(update={"threads": threads, "timeout_s": 600.0})
+        llm_settings = base.llm.model_copy(
+            update={"llamacpp": base.llm.llamacpp.model_copy(update={"threads": threads}), "timeout_s": 600.0}
+        )
         llm = LlamaCppLLM(path, llm_settings)
         load_started = time.perf_counter()
         llm.chat([{"role": "user", "content": "Hi"}], max_tokens=1)  # load + warm up

@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--threads", type=int, default=0, help="0: the free cores")
     ap.add_argument("--questions", type=int, default=3)
     args = ap.parse_args(argv)
-    settings = load_settings(llm={"backend": "llamacpp", "threads": args.threads, "timeout_s": 1800, "refuse_certain_timeouts": False})
+    settings = load_settings(llm={"backend": "llamacpp", "llamacpp": {"threads": args.threads}, "timeout_s": 1800, "refuse_certain_timeouts": False})
     rt = open_runtime(settings)
     from sqlalchemy import select
 

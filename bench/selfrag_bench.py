@@ -268,8 +268,8 @@ def bench_server(questions: int, parallel: int, max_tokens: int, timeout_s: floa
             base = load_settings(llm={"backend": "llamacpp"})
             server, url, key = _serve_default_model(base, parallel)
             os.environ["CASEBOOK_BENCH_LLAMA_KEY"] = key
-            llm = {"backend": "openai", "openai_base_url": url, "openai_model": "default", "timeout_s": timeout_s,
-                   "openai_api_key_env": "CASEBOOK_BENCH_LLAMA_KEY"}  # fmt: skip
+            llm = {"backend": "openai", "timeout_s": timeout_s,
+                   "openai": {"base_url": url, "model": "default", "api_key_env": "CASEBOOK_BENCH_LLAMA_KEY"}}  # fmt: skip
             settings = load_settings(llm=llm, selfrag=sr | {"concurrency": parallel})
             workers = parallel
         pipeline = build_pipeline(settings, retriever=_NoDocs())

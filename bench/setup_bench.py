@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CASEBOOK_")}
     env |= {"CASEBOOK_EMBED__ENGINE": args.engine, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     if args.cold_model_cache:
-        env["CASEBOOK_LLM__MODEL_CACHE_DIR"] = str(work / "model-cache")
+        env["CASEBOOK_LLM__LLAMACPP__MODEL_CACHE_DIR"] = str(work / "model-cache")
     result: dict[str, Any] = {"head": subprocess.check_output(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
                                                                text=True).strip(), "engine": args.engine,
                               "model_cache": "cold (assembled from parts)" if args.cold_model_cache else "shared"}  # fmt: skip

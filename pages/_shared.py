@@ -75,7 +75,7 @@ def llm_for(settings: str, api_key: str | None) -> LLM | None:
 def llm_key(rt: Runtime) -> str | None:
     """A remote backend's API key from Streamlit secrets, if set there (else the backend reads the environment)."""
     llm = rt.settings.llm
-    env = {"groq": llm.groq_api_key_env, "openai": llm.openai_api_key_env}.get(llm.backend)
+    env = {"groq": llm.groq.api_key_env, "openai": llm.openai.api_key_env}.get(llm.backend)
     if not env:
         return None
     try:

@@ -35,7 +35,7 @@ st.subheader("Model files")
 try:
     from core.llm.models import default_model_path, load_spec
 
-    spec = load_spec(s.llm.model_name)
+    spec = load_spec(s.llm.llamacpp.model_name)
     path = default_model_path(s)
     stamp = path.with_name(path.name + ".verified.json")
     verified = stamp.is_file() and json.loads(stamp.read_text()).get("sha256") == spec.sha256

@@ -98,12 +98,27 @@ class FakeLLMServer:
             "timeout_s": 2.0,
             "max_retries": 2,
             "retry_backoff_s": 0.01,
-            "openai_base_url": self.base_url,
-            "openai_model": self.model,
-            "groq_base_url": self.root_url,
-            "groq_model": self.model,
+            "openai": {"base_url": self.base_url, "model": self.model},
+            "groq": {"base_url": self.root_url, "model": self.model},
         }
         return overrides | extra
+
+    def flat_llm_overrides(self, backend: str = "openai", **extra: Any) -> dict[str, Any]:
+        """:meth:`llm_overrides` with dotted keys inside ``llm`` (``openai.base_url``), as ``--set llm.<key>`` takes."""
+        flat: dict[str, Any] = {}
+        for key, value in self.llm_overrides(backend, **extra).items():
+            if isinstance(value, dict):
+                flat |= {f"{key}.{sub}": v for sub, v in value.items()}
+            else:
+                flat[key] = value
+        return flat
+
+    def llm_env(self, backend: str = "openai", **extra: Any) -> dict[str, str]:
+        """:meth:`llm_overrides` as ``CASEBOOK_LLM__...`` environment variables (for an app process or page)."""
+        return {
+            "CASEBOOK_LLM__" + key.upper().replace(".", "__"): str(value)
+            for key, value in self.flat_llm_overrides(backend, **extra).items()
+        }
 
     def start(self) -> FakeLLMServer:
         """Serve in a daemon thread."""

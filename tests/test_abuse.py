@@ -78,11 +78,8 @@ def test_model_obeying_an_injection_is_overruled(abuse_rt: Runtime, attack: str)
     result = build_context_bundle(abuse_rt, sid)
     a = result.case_ids[0]
     with FakeLLMServer(reply=f"Based on similar cases, {a} shows COPD with emphysema. {attack}") as server:
-        rt = open_runtime(
-            abuse_rt.settings.model_copy(
-                update={"llm": abuse_rt.settings.llm.model_copy(update=server.llm_overrides("openai"))}
-            )
-        )
+        llm = abuse_rt.settings.llm.model_validate(abuse_rt.settings.llm.model_dump() | server.llm_overrides("openai"))
+        rt = open_runtime(abuse_rt.settings.model_copy(update={"llm": llm}))
         res = ask_question(rt, sid, "What do similar cases show?", _doctor(rt), make_llm(rt.settings))
         rt.db.dispose()
     _assert_rules_hold(res.answer.answer, res.answer.citedCaseIds, result)

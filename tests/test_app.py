@@ -197,8 +197,8 @@ def test_generate_save_and_sign_a_draft(fresh_env: Runtime) -> None:
 def test_ask_ai_streams_a_language_model_answer(
     fresh_env: Runtime, llm_server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for field, value in llm_server.llm_overrides("openai").items():
-        monkeypatch.setenv(f"CASEBOOK_LLM__{field.upper()}", str(value))
+    for name, value in llm_server.llm_env("openai").items():
+        monkeypatch.setenv(name, value)
     scan = scan_of(fresh_env, "rahul.mehta")
     ids = build_context_bundle(fresh_env, scan).case_ids
     llm_server.reply = f"Based on similar cases, {ids[0]} and {ids[1]} show COPD with emphysema."

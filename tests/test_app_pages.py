@@ -219,8 +219,8 @@ def test_selfrag_page_shows_the_trace_and_runs_a_benchmark(
     # One scripted reply: "B", with Yes/No and utility digits among the alternatives (as in test_selfrag_judge).
     llm_server.reply = "B"
     llm_server.token_probs = {"B": {"B": 0.5, "Yes": 0.2, "No": 0.05, "5": 0.2, "1": 0.05}}
-    for field, value in llm_server.llm_overrides("openai", timeout_s=10.0).items():
-        monkeypatch.setenv(f"CASEBOOK_LLM__{field.upper()}", str(value))
+    for name, value in llm_server.llm_env("openai", timeout_s=10.0).items():
+        monkeypatch.setenv(name, value)
     at = page("evaluation", user_of(demo, "dr.chen")).run()
     at.text_area(key="selfrag-question").input("Which drug treats latent tuberculosis?")
     at.text_area(key="selfrag-options").input("A: Ceftriaxone\nB: Isoniazid")

@@ -43,7 +43,7 @@ def llm_rt(demo_root, tmp_path_factory: pytest.TempPathFactory) -> tuple[Runtime
     settings = make_settings(
         root,
         paths={"model_dir": REPO_ROOT / "models"},
-        llm={"backend": "llamacpp", "threads": 1, "max_tokens": 160},
+        llm={"backend": "llamacpp", "llamacpp": {"threads": 1}, "max_tokens": 160},
         ask={"llm_budget_s": 240, "rate_limit_per_minute": 1000},
     )
     ensure_default_model(settings)

@@ -64,8 +64,8 @@ def kb_server(
     # One scripted reply "B", with Yes/No and utility digits among the alternatives (as in test_selfrag_judge).
     llm_server.reply = "B"
     llm_server.token_probs = {"B": {"B": 0.5, "Yes": 0.2, "No": 0.05, "5": 0.2, "1": 0.05}}
-    for field, value in llm_server.llm_overrides("openai", timeout_s=10.0).items():
-        monkeypatch.setenv(f"CASEBOOK_LLM__{field.upper()}", str(value))
+    for name, value in llm_server.llm_env("openai", timeout_s=10.0).items():
+        monkeypatch.setenv(name, value)
     monkeypatch.setenv("CASEBOOK_KB__PROGRESS", "false")
     yield from _serve(demo_kb_root, tmp_path, "streamlit-kb.log")
 

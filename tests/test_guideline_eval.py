@@ -156,7 +156,7 @@ def test_local_llm_eval_meets_every_target(kb_root: Path) -> None:
     pytest.importorskip("xllamacpp")
     from core.llm.models import default_model_path
 
-    llm = {"backend": "llamacpp", "n_ctx": 2048, "timeout_s": 300.0}
+    llm = {"backend": "llamacpp", "llamacpp": {"n_ctx": 2048}, "timeout_s": 300.0}
     settings = make_settings(
         kb_root, kb={"progress": False}, llm=llm, guideline={"patient_summary": "glossary", "writer": "llm"}
     )

@@ -287,8 +287,8 @@ HOSTILE_REPLY = (
 
 def _point_app_at(server: FakeLLMServer, fresh: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
     use_root(fresh.settings.paths.data_dir.parent, monkeypatch)
-    for key, value in server.llm_overrides("openai").items():
-        monkeypatch.setenv(f"CASEBOOK_LLM__{key.upper()}", str(value))
+    for name, value in server.llm_env("openai").items():
+        monkeypatch.setenv(name, value)
 
 
 def test_a_hostile_draft_keeps_only_the_standard_recommendations(fresh: Runtime, llm_server: FakeLLMServer) -> None:

@@ -75,9 +75,10 @@ def write_corpus(folder: Path, n: int, shape: str = "medrag", emb: HashEmbedder 
     return path, folder / f"{shape}.npy"
 
 
-def corpus_settings(root: Path, **kb: Any) -> Settings:
-    defaults = {"progress": False, "corpus_checkpoint_rows": 250, "corpus_shard_rows": 1000}
-    return make_settings(root, kb={**defaults, **kb})
+def corpus_settings(root: Path, **corpus: Any) -> Settings:
+    """Settings for a corpus test; keyword arguments set fields of ``kb.corpus``."""
+    defaults = {"checkpoint_rows": 250, "shard_rows": 1000}
+    return make_settings(root, kb={"progress": False, "corpus": {**defaults, **corpus}})
 
 
 def clustered(n: int, dim: int, seed: int = 0) -> np.ndarray:
@@ -114,7 +115,7 @@ def test_medrag_contents_only_and_beir_ids() -> None:
 def test_medrag_corpus_with_precomputed_embeddings_serves_queries(tmp_path: Path) -> None:
     emb = HashEmbedder()
     path, npy = write_corpus(tmp_path / "src", 2600, "medrag", emb)
-    settings = corpus_settings(tmp_path, corpus_flat_max_chunks=1000)
+    settings = corpus_settings(tmp_path, flat_max_chunks=1000)
     report = ingest_corpus(settings, path, "pubmed", embeddings=npy, encoder_id=emb.model_id)
     assert (report.n_chunks, report.n_shards, report.index_type, report.dim) == (2600, 3, "ivfpq", 32)
     m = CorpusIndex(corpus_link(settings.paths.index_dir, "pubmed").resolve(), settings.kb).manifest
@@ -139,8 +140,8 @@ def test_every_index_kind_against_exact_search(tmp_path: Path, kind: str, floor:
     (src / "c.jsonl").write_text("".join(json.dumps({"id": f"v{i}", "text": f"row {i}"}) + "\n" for i in range(n)))
     np.save(src / "c.npy", vecs.astype(np.float16))  # float16 input is accepted and widened
     settings = corpus_settings(
-        tmp_path, corpus_flat_max_chunks=100_000 if kind == "flat" else 1000, corpus_ann="hnsw-sq" if kind == "hnsw-sq" else "ivfpq",
-        corpus_vector_dtype="float16" if kind == "hnsw-sq" else "float32",
+        tmp_path, flat_max_chunks=100_000 if kind == "flat" else 1000, ann="hnsw-sq" if kind == "hnsw-sq" else "ivfpq",
+        vector_dtype="float16" if kind == "hnsw-sq" else "float32",
     )  # fmt: skip
     report = ingest_corpus(settings, src / "c.jsonl", "syn", embeddings=src / "c.npy", encoder_id="synthetic")
     assert report.index_type == kind
@@ -236,10 +237,10 @@ def _snapshot(settings: Settings, name: str) -> tuple[list[Any], bytes, list[lis
 
 def test_interrupted_ingestion_resumes_to_the_same_result(tmp_path: Path) -> None:
     path, npy = write_corpus(tmp_path / "src", 2300, "medrag")
-    whole = corpus_settings(tmp_path / "whole", corpus_flat_max_chunks=1000)
+    whole = corpus_settings(tmp_path / "whole", flat_max_chunks=1000)
     ingest_corpus(whole, path, "pm", embeddings=npy, encoder_id="test/hash-32")
 
-    settings = corpus_settings(tmp_path / "resumed", corpus_flat_max_chunks=1000)
+    settings = corpus_settings(tmp_path / "resumed", flat_max_chunks=1000)
 
     def crash_at(limit: int) -> Any:
         def hook(done: int) -> None:
@@ -285,7 +286,7 @@ def _lines(problems: list[tuple[int, str]]) -> dict[int, str]:
 
 def test_bad_lines_are_reported_by_number_and_the_old_version_keeps_serving(tmp_path: Path) -> None:
     path, npy = write_corpus(tmp_path / "src", 300, "medrag")
-    settings = corpus_settings(tmp_path, corpus_checkpoint_rows=100)
+    settings = corpus_settings(tmp_path, checkpoint_rows=100)
     ingest_corpus(settings, path, "pm", embeddings=npy, encoder_id="test/hash-32")
     live = corpus_link(settings.paths.index_dir, "pm").resolve()
 
@@ -309,7 +310,7 @@ def test_bad_lines_are_reported_by_number_and_the_old_version_keeps_serving(tmp_
 
 def test_embedding_rows_are_checked_against_the_corpus(tmp_path: Path) -> None:
     path, npy = write_corpus(tmp_path / "src", 120, "text")
-    settings = corpus_settings(tmp_path, corpus_checkpoint_rows=50)
+    settings = corpus_settings(tmp_path, checkpoint_rows=50)
     vecs = np.load(npy)
 
     def ingest(matrix: np.ndarray) -> dict[int, str]:

@@ -60,7 +60,7 @@ def _corpus(path: Path) -> list[dict[str, str]]:
 def test_ten_thousand_chunks_from_text_alone_resume_and_serve_self_rag(tmp_path: Path) -> None:
     path = tmp_path / "notes.jsonl"
     rows = _corpus(path)
-    settings = make_settings(tmp_path, kb={"progress": False, "corpus_checkpoint_rows": 1000, "corpus_shard_rows": 4000})
+    settings = make_settings(tmp_path, kb={"progress": False, "corpus": {"checkpoint_rows": 1000, "shard_rows": 4000}})
     emb = CountingEmbedder(query_embedder(settings, "notes"))
 
     def crash(done: int) -> None:

@@ -90,7 +90,7 @@ def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _tiny(tiny_dir: Path, max_tokens: int):  # type: ignore[no-untyped-def]
-    s = load_settings(llm={"backend": "transformers", "hf_model_path": tiny_dir, "max_tokens": max_tokens})
+    s = load_settings(llm={"backend": "transformers", "transformers": {"model_path": tiny_dir}, "max_tokens": max_tokens})
     return make_llm(s)
 
 
@@ -142,7 +142,7 @@ def test_llamacpp_refuses_work_certain_to_time_out(monkeypatch: pytest.MonkeyPat
     meter.record(prompt_tokens=100, prompt_ms=10_000, gen_tokens=10, gen_ms=10_000, threads=1)  # 10 tok/s
     monkeypatch.setattr("core.llm.budget._METER", meter)
     monkeypatch.setattr("core.llm.llamacpp.speed_meter", lambda: meter)
-    llm = LlamaCppLLM(tmp_path / "never-loaded.gguf", load_settings(llm={"n_ctx": 4096}).llm)
+    llm = LlamaCppLLM(tmp_path / "never-loaded.gguf", load_settings(llm={"llamacpp": {"n_ctx": 4096}}).llm)
     system = {"role": "system", "content": "fixed rules " * 40}
     scan = {"role": "user", "content": "DATA: " + "lung nodule 8 mm " * 60 + "QUESTION: what is it?"}
     with pytest.raises(BackendTimeoutError, match="not started"):  # ~340 new tokens at 10 tok/s vs 20 s left

@@ -30,9 +30,9 @@ def test_chat_json_through_the_openai_backend(llm_server: FakeLLMServer, capsys:
     out = run(
         [
             "--set",
-            f"llm.openai_base_url={llm_server.base_url}",
+            f"llm.openai.base_url={llm_server.base_url}",
             "--set",
-            "llm.openai_model=fake-model",
+            "llm.openai.model=fake-model",
             "llm",
             "chat",
             "hello",

@@ -23,7 +23,7 @@ YES_NO = [{"role": "user", "content": "Is aspirin an antiplatelet drug? Answer Y
 
 @pytest.fixture(scope="module")
 def settings() -> Settings:
-    settings = load_settings(llm={"backend": "llamacpp", "threads": 1, "n_ctx": 1024, "max_tokens": 8})
+    settings = load_settings(llm={"backend": "llamacpp", "llamacpp": {"threads": 1, "n_ctx": 1024}, "max_tokens": 8})
     ensure_default_model(settings)
     return settings
 
@@ -36,7 +36,7 @@ def local(settings: Settings) -> LLM:
 
 
 def test_default_model_hash_verifies_in_full(settings: Settings) -> None:
-    spec = load_spec(settings.llm.model_name)
+    spec = load_spec(settings.llm.llamacpp.model_name)
     assert verify(spec, default_model_path(settings), use_cache=False)
 
 
@@ -84,4 +84,4 @@ def test_a_corrupted_copy_is_refused_and_reassembled(settings: Settings, tmp_pat
         make_llm(copy_settings)
     assert "assemble --force" in info.value.hint
     assert ensure_default_model(copy_settings, force=True) == target
-    assert verify(load_spec(copy_settings.llm.model_name), target, use_cache=False)
+    assert verify(load_spec(copy_settings.llm.llamacpp.model_name), target, use_cache=False)

@@ -86,7 +86,7 @@ def test_sha256_file_matches_hashlib(tmp_path: Path) -> None:
 
 
 def test_catalogue_records_the_default_model() -> None:
-    spec = load_spec(load_settings().llm.model_name)
+    spec = load_spec(load_settings().llm.llamacpp.model_name)
     assert len(spec.sha256) == 64 and spec.size > 10**9 and len(spec.part_modules) == 22
     assert "Apache-2.0" in spec.licence
     assert json.loads(CATALOG_PATH.read_text())[spec.name]["file"].endswith(".gguf")
@@ -101,14 +101,14 @@ def test_unassembled_default_model_says_how_to_assemble(tmp_path: Path) -> None:
 
 def test_wrong_size_default_model_offers_reassembly(tmp_path: Path) -> None:
     settings = load_settings(paths={"model_dir": tmp_path})
-    (tmp_path / load_spec(settings.llm.model_name).file).write_bytes(b"GGUF truncated")
+    (tmp_path / load_spec(settings.llm.llamacpp.model_name).file).write_bytes(b"GGUF truncated")
     with pytest.raises(BackendError, match="sha256") as info:
         verified_model_path(settings)
     assert "--force" in info.value.hint
 
 
 def test_configured_model_path_must_exist(tmp_path: Path) -> None:
-    settings = load_settings(llm={"model_path": tmp_path / "absent.gguf"})
+    settings = load_settings(llm={"llamacpp": {"model_path": tmp_path / "absent.gguf"}})
     with pytest.raises(ConfigError, match=r"absent\.gguf"):
         verified_model_path(settings)
 
@@ -118,8 +118,8 @@ def test_checkouts_share_one_assembled_copy(spec: ModelSpec, tmp_path: Path, mon
 
     monkeypatch.setattr(models, "load_spec", lambda name: spec)
     cache = tmp_path / "cache"
-    first = load_settings(paths={"model_dir": tmp_path / "a"}, llm={"model_cache_dir": cache})
-    second = load_settings(paths={"model_dir": tmp_path / "b"}, llm={"model_cache_dir": cache})
+    first = load_settings(paths={"model_dir": tmp_path / "a"}, llm={"llamacpp": {"model_cache_dir": cache}})
+    second = load_settings(paths={"model_dir": tmp_path / "b"}, llm={"llamacpp": {"model_cache_dir": cache}})
     a, b = models.ensure_default_model(first), models.ensure_default_model(second)
     assert a.is_symlink() and b.is_symlink() and a.resolve() == b.resolve() == cache / spec.file
     assert (cache / spec.file).read_bytes() == b"".join(PARTS)
@@ -133,6 +133,6 @@ def test_an_empty_cache_setting_assembles_per_checkout(spec: ModelSpec, tmp_path
     import core.llm.models as models
 
     monkeypatch.setattr(models, "load_spec", lambda name: spec)
-    settings = load_settings(paths={"model_dir": tmp_path / "a"}, llm={"model_cache_dir": None})
+    settings = load_settings(paths={"model_dir": tmp_path / "a"}, llm={"llamacpp": {"model_cache_dir": None}})
     path = models.ensure_default_model(settings)
     assert not path.is_symlink() and path.read_bytes() == b"".join(PARTS)

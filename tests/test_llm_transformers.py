@@ -35,7 +35,7 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def tiny(tiny_model_dir: Path) -> LLM:
-    settings = load_settings(llm={"backend": "transformers", "hf_model_path": tiny_model_dir, "max_tokens": 6})
+    settings = load_settings(llm={"backend": "transformers", "transformers": {"model_path": tiny_model_dir}, "max_tokens": 6})
     llm = make_llm(settings)
     assert llm is not None and llm.backend == "transformers"
     return llm
@@ -84,12 +84,12 @@ def test_without_chat_template_a_transcript_is_used(tmp_path: Path, tiny_model_d
         (folder / name).unlink(missing_ok=True)
     config = folder / "tokenizer_config.json"
     config.write_text(config.read_text().replace('"chat_template"', '"unused_template"'))
-    llm = make_llm(load_settings(llm={"backend": "transformers", "hf_model_path": folder, "max_tokens": 3}))
+    llm = make_llm(load_settings(llm={"backend": "transformers", "transformers": {"model_path": folder}, "max_tokens": 3}))
     assert llm is not None
     assert not llm.tokenizer.chat_template
     assert llm.chat(MESSAGES).completion_tokens == 3
 
 
 def test_missing_model_path_is_a_config_error() -> None:
-    with pytest.raises(ConfigError, match="hf_model_path"):
+    with pytest.raises(ConfigError, match=r"transformers\.model_path"):
         make_llm(load_settings(llm={"backend": "transformers"}))

@@ -324,7 +324,7 @@ def _corpus_source(folder: Path, n: int, dim: int = 512) -> np.ndarray:
 
 
 def test_file_size_limit_during_corpus_ingestion_keeps_the_previous_version_and_resumes(tmp_path: Path) -> None:
-    kb = {"progress": False, "corpus_checkpoint_rows": 250, "corpus_shard_rows": 1000}
+    kb = {"progress": False, "corpus": {"checkpoint_rows": 250, "shard_rows": 1000}}
     settings = make_settings(tmp_path, kb=kb)
     root = settings.paths.index_dir
     first = _corpus_source(tmp_path / "v1", 300)

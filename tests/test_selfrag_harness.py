@@ -175,7 +175,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _sets(llm_server: FakeLLMServer, tmp_path: Path) -> list[str]:
-    values = {f"llm.{k}": v for k, v in llm_server.llm_overrides("openai").items()}
+    values = {f"llm.{k}": v for k, v in llm_server.flat_llm_overrides("openai").items()}
     values |= {"paths.index_dir": tmp_path / "idx", "paths.data_dir": tmp_path / "data", "selfrag.progress": False}
     return [arg for k, v in values.items() for arg in ("--set", f"{k}={v}")]
 

@@ -226,7 +226,7 @@ def test_judge_on_the_default_local_model() -> None:
 
     settings = load_settings("test", llm={"backend": "llamacpp", "max_tokens": 48})
     path = default_model_path(settings)
-    if not verify(load_spec(settings.llm.model_name), path):
+    if not verify(load_spec(settings.llm.llamacpp.model_name), path):
         pytest.skip(f"default model {path} not assembled (python -m core llm assemble)")
     llm = _llm(settings)
     critic = JudgeCritic(llm, SelfRagSettings())

@@ -8,8 +8,12 @@ only assembles them. Override from the environment with
 
 from __future__ import annotations
 
+import contextlib
+import json
+import warnings
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -23,9 +27,44 @@ __all__ = [
     "SearchSettings",
     "StoreSettings",
     "UISettings",
+    "nest_renamed",
 ]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+def nest_renamed(data: Any, renamed: Mapping[str, str], group: str) -> Any:
+    """Move deprecated flat keys of a group's raw input to their nested place, with a warning.
+
+    ``renamed`` maps an old key to its new dotted path inside the group
+    (``"corpus_shard_rows" -> "corpus.shard_rows"``). Used by the groups' ``mode="before"``
+    validators, so old names keep working from keyword arguments, presets, ``--set`` and
+    ``CASEBOOK_<GROUP>__<OLD_NAME>`` environment variables for one release. When both
+    spellings are given, the new one wins.
+    """
+    if not isinstance(data, dict) or not any(key in renamed for key in data):
+        return data
+    data = dict(data)
+    for old in [key for key in data if key in renamed]:
+        sub, _, field = renamed[old].partition(".")
+        value = data.pop(old)
+        nested = data.get(sub)
+        if isinstance(nested, BaseModel):
+            nested = nested.model_dump(exclude_unset=True)
+        nested = dict(nested) if isinstance(nested, Mapping) else {}
+        if isinstance(value, str) and value.startswith("{") and field not in nested:
+            # An environment variable of a dict field arrives undecoded under a name that is no longer a field.
+            with contextlib.suppress(ValueError):
+                value = json.loads(value)
+        nested.setdefault(field, value)
+        data[sub] = nested
+        warnings.warn(
+            f"setting {group}.{old} is deprecated; use {group}.{renamed[old]} "
+            f"(CASEBOOK_{group.upper()}__{renamed[old].upper().replace('.', '__')}); see docs/SETTINGS.md",
+            FutureWarning,
+            stacklevel=2,
+        )
+    return data
 
 
 class Group(BaseModel):

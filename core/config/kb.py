@@ -9,11 +9,103 @@ the environment with ``CASEBOOK_KB__<FIELD>``, for example
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["KBSettings"]
+from core.config.common import nest_renamed
+
+__all__ = ["RENAMED", "CorpusSettings", "KBSettings"]
+
+
+class CorpusSettings(BaseModel):
+    """Large corpora (`python -m core kb ingest-corpus`; docs/LARGE_CORPORA.md). Before this group existed its
+    fields were `kb.corpus_<field>`; those names still work for one release."""
+
+    model_config = ConfigDict(extra="forbid", validate_default=True)
+
+    shard_rows: int = Field(
+        500_000,
+        ge=1,
+        description="Chunks per corpus shard: each shard has its own document store, vector file and FAISS index, "
+        "and all shards are searched together.",
+    )
+    checkpoint_rows: int = Field(
+        10_000,
+        ge=1,
+        description="Chunks between resumable checkpoints of a corpus ingestion; after an interruption the same "
+        "command redoes at most this much work.",
+    )
+    flat_max_chunks: int = Field(
+        50_000,
+        ge=1,
+        description="A corpus with fewer chunks gets an exact flat FAISS index; a larger one gets `ann`.",
+    )
+    ann: Literal["ivfpq", "hnsw-sq"] = Field(
+        "ivfpq",
+        description="Approximate index of a large corpus: `ivfpq` (IVF with product quantisation, inverted lists "
+        "memory-mapped) or `hnsw-sq` (HNSW graph over 8-bit scalar-quantised vectors). Both re-rank exactly.",
+    )
+    ivf_nlist: int = Field(
+        0, ge=0, description="IVF lists of a corpus index; 0 picks sqrt(chunks) (1,000 at 1M chunks)."
+    )
+    ivf_nprobe: int = Field(32, ge=1, description="IVF lists visited per corpus query.")
+    pq_m: int = Field(
+        0,
+        ge=0,
+        description="PQ sub-quantisers, one byte each per vector; 0 picks dim/8 (96 bytes for 768-d). Must divide "
+        "the dimension.",
+    )
+    hnsw_m: int = Field(32, ge=4, description="HNSW graph degree (M) of an `hnsw-sq` corpus index.")
+    hnsw_ef_construction: int = Field(80, ge=8, description="HNSW efConstruction of an `hnsw-sq` corpus index.")
+    hnsw_ef_search: int = Field(128, ge=8, description="HNSW efSearch of an `hnsw-sq` corpus index.")
+    train_rows: int = Field(
+        65_536,
+        ge=1_000,
+        description="Vectors sampled (evenly, seeded) to train the IVF and PQ codebooks. The sample is the "
+        "largest allocation of an ingestion: peak RSS is about 110 MB plus this times dim times 4 bytes "
+        "(201 MB at 768-d), whatever the corpus size.",
+    )
+    rerank: int = Field(
+        100,
+        ge=1,
+        description="Candidates per query taken from the approximate index and re-scored exactly from the vectors "
+        "on disk (at least top_k).",
+    )
+    vector_dtype: Literal["float32", "float16"] = Field(
+        "float32",
+        description="Storage of the on-disk vectors used for exact re-ranking (`float16` halves the disk and page "
+        "cache they take, at about 1e-3 error in a score).",
+    )
+    metric: Literal["cosine", "ip"] = Field(
+        "cosine",
+        description="Default similarity of a new corpus: `cosine` L2-normalises vectors and queries, `ip` keeps "
+        "raw inner products (MedCPT was trained for inner product). Recorded in the corpus manifest.",
+    )
+    mmap: bool = Field(
+        True,
+        description="Memory-map FAISS index data (IVF inverted lists, flat and scalar-quantised codes) instead "
+        "of reading it into RAM.",
+    )
+    max_errors: int = Field(
+        20, ge=1, description="Bad corpus lines listed before an ingestion stops scanning (nothing is built)."
+    )
+    max_line_kb: int = Field(1024, ge=1, description="Longest accepted corpus JSONL line, in KB.")
+    verify_checksums: bool = Field(
+        False,
+        description="Check the sha256 of every corpus file when it is opened (file sizes are always checked; "
+        "hashing takes about 4 s per GB).",
+    )
+    query_embed: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="Per corpus name: fields of `embed` (backend, model_path, query_prefix...) that build its "
+        "query encoder; a corpus not listed is queried with `embed`. The encoder must be the one the manifest "
+        "records.",
+    )
+
+
+# Old flat names of the `corpus` fields (accepted for one release, with a FutureWarning; docs/SETTINGS.md).
+RENAMED: dict[str, str] = {f"corpus_{name}": f"corpus.{name}" for name in CorpusSettings.model_fields}
 
 
 class KBSettings(BaseModel):
@@ -102,83 +194,14 @@ class KBSettings(BaseModel):
     )
     embed_batch: int = Field(64, ge=1, description="Chunks embedded per progress-bar step during ingestion.")
     progress: bool = Field(True, description="Show tqdm progress bars on stderr during long work.")
+    corpus: CorpusSettings = Field(
+        default_factory=CorpusSettings,
+        description="Large corpora: sharding, approximate indexes, re-ranking, ingestion limits.",
+    )
 
-    # Large corpora (`python -m core kb ingest-corpus`; docs/LARGE_CORPORA.md).
-    corpus_shard_rows: int = Field(
-        500_000,
-        ge=1,
-        description="Chunks per corpus shard: each shard has its own document store, vector file and FAISS index, "
-        "and all shards are searched together.",
-    )
-    corpus_checkpoint_rows: int = Field(
-        10_000,
-        ge=1,
-        description="Chunks between resumable checkpoints of a corpus ingestion; after an interruption the same "
-        "command redoes at most this much work.",
-    )
-    corpus_flat_max_chunks: int = Field(
-        50_000,
-        ge=1,
-        description="A corpus with fewer chunks gets an exact flat FAISS index; a larger one gets `corpus_ann`.",
-    )
-    corpus_ann: Literal["ivfpq", "hnsw-sq"] = Field(
-        "ivfpq",
-        description="Approximate index of a large corpus: `ivfpq` (IVF with product quantisation, inverted lists "
-        "memory-mapped) or `hnsw-sq` (HNSW graph over 8-bit scalar-quantised vectors). Both re-rank exactly.",
-    )
-    corpus_ivf_nlist: int = Field(
-        0, ge=0, description="IVF lists of a corpus index; 0 picks sqrt(chunks) (1,000 at 1M chunks)."
-    )
-    corpus_ivf_nprobe: int = Field(32, ge=1, description="IVF lists visited per corpus query.")
-    corpus_pq_m: int = Field(
-        0,
-        ge=0,
-        description="PQ sub-quantisers, one byte each per vector; 0 picks dim/8 (96 bytes for 768-d). Must divide "
-        "the dimension.",
-    )
-    corpus_hnsw_m: int = Field(32, ge=4, description="HNSW graph degree (M) of an `hnsw-sq` corpus index.")
-    corpus_hnsw_ef_construction: int = Field(80, ge=8, description="HNSW efConstruction of an `hnsw-sq` corpus index.")
-    corpus_hnsw_ef_search: int = Field(128, ge=8, description="HNSW efSearch of an `hnsw-sq` corpus index.")
-    corpus_train_rows: int = Field(
-        65_536,
-        ge=1_000,
-        description="Vectors sampled (evenly, seeded) to train the IVF and PQ codebooks. The sample is the "
-        "largest allocation of an ingestion: peak RSS is about 110 MB plus this times dim times 4 bytes "
-        "(201 MB at 768-d), whatever the corpus size.",
-    )
-    corpus_rerank: int = Field(
-        100,
-        ge=1,
-        description="Candidates per query taken from the approximate index and re-scored exactly from the vectors "
-        "on disk (at least top_k).",
-    )
-    corpus_vector_dtype: Literal["float32", "float16"] = Field(
-        "float32",
-        description="Storage of the on-disk vectors used for exact re-ranking (`float16` halves the disk and page "
-        "cache they take, at about 1e-3 error in a score).",
-    )
-    corpus_metric: Literal["cosine", "ip"] = Field(
-        "cosine",
-        description="Default similarity of a new corpus: `cosine` L2-normalises vectors and queries, `ip` keeps "
-        "raw inner products (MedCPT was trained for inner product). Recorded in the corpus manifest.",
-    )
-    corpus_mmap: bool = Field(
-        True,
-        description="Memory-map FAISS index data (IVF inverted lists, flat and scalar-quantised codes) instead "
-        "of reading it into RAM.",
-    )
-    corpus_max_errors: int = Field(
-        20, ge=1, description="Bad corpus lines listed before an ingestion stops scanning (nothing is built)."
-    )
-    corpus_max_line_kb: int = Field(1024, ge=1, description="Longest accepted corpus JSONL line, in KB.")
-    corpus_verify_checksums: bool = Field(
-        False,
-        description="Check the sha256 of every corpus file when it is opened (file sizes are always checked; "
-        "hashing takes about 4 s per GB).",
-    )
-    corpus_query_embed: dict[str, dict[str, Any]] = Field(
-        default_factory=dict,
-        description="Per corpus name: fields of `embed` (backend, model_path, query_prefix...) that build its "
-        "query encoder; a corpus not listed is queried with `embed`. The encoder must be the one the manifest "
-        "records.",
-    )
+    renamed_fields: ClassVar[dict[str, str]] = RENAMED
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed_corpus_fields(cls, data: Any) -> Any:
+        return nest_renamed(data, cls.renamed_fields, "kb")

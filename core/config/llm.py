@@ -8,14 +8,108 @@ with ``CASEBOOK_LLM__<FIELD>``, for example ``CASEBOOK_LLM__BACKEND=groq``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["LLMBackendName", "LLMSettings"]
+from core.config.common import nest_renamed
+
+__all__ = [
+    "RENAMED",
+    "GroqSettings",
+    "LLMBackendName",
+    "LLMSettings",
+    "LlamaCppSettings",
+    "OpenAISettings",
+    "TransformersSettings",
+]
 
 LLMBackendName = Literal["extractive", "llamacpp", "groq", "openai", "transformers"]
 
+
+class LlamaCppSettings(BaseModel):
+    """The `llamacpp` backend: a local GGUF model run by xllamacpp."""
+
+    model_config = ConfigDict(extra="forbid", validate_default=True)
+
+    model_name: str = Field(
+        "qwen2.5-coder-1.5b-instruct-q4_k_m",
+        description="Default local model: a key of `core/llm/models.json` (assembled by `python -m core llm assemble`).",
+    )
+    model_path: Path | None = Field(
+        None,
+        description="A GGUF file to use instead of the default model (`llamacpp`). Not hash-checked: "
+        "it is the operator's file.",
+    )
+    model_cache_dir: Path | None = Field(
+        Path("~/.cache/casebook/models"),
+        description="Folder shared by every checkout of this user: the default model is assembled there once "
+        "(sha256-checked) and `paths.model_dir` gets a link to it. Empty assembles a copy per checkout.",
+    )
+    threads: int = Field(
+        0,
+        ge=0,
+        description="CPU threads for llama.cpp; 0 picks the free cores at each call (on a busy 2-core machine 1 "
+        "thread holds steady while 2 collapse); a change reloads the model (about 1 s, mapped from disk cache).",
+    )
+    thread_recheck_s: float = Field(
+        30.0, ge=0, description="With `threads` 0: seconds between two reloads for a changed count of free cores."
+    )
+    n_ctx: int = Field(4096, ge=256, description="llama.cpp context window in tokens (prompt plus answer).")
+    n_batch: int = Field(512, ge=32, description="llama.cpp prompt-processing batch size in tokens.")
+    prompt_cache_mib: int = Field(
+        1024,
+        ge=0,
+        description="llama.cpp keeps the KV state of earlier prompts in this much RAM and restores the longest "
+        "matching prefix, so a fixed system prompt and a scan's data are read once, not per question (0: off).",
+    )
+
+
+class GroqSettings(BaseModel):
+    """The `groq` backend (the key comes from the environment or a Streamlit secret)."""
+
+    model_config = ConfigDict(extra="forbid", validate_default=True)
+
+    model: str = Field("llama-3.1-8b-instant", description="Model name sent to Groq.")
+    base_url: str | None = Field(
+        None, description="Groq API root; empty means the SDK default (https://api.groq.com). Tests use a loopback URL."
+    )
+    api_key_env: str = Field(
+        "GROQ_API_KEY", description="Environment variable holding the Groq key (a page may pass a secret instead)."
+    )
+
+
+class OpenAISettings(BaseModel):
+    """The `openai` backend: any OpenAI-compatible server (vLLM, llama.cpp server, Ollama)."""
+
+    model_config = ConfigDict(extra="forbid", validate_default=True)
+
+    base_url: str = Field(
+        "http://127.0.0.1:8000/v1", description="Root URL of the OpenAI-compatible server, including `/v1`."
+    )
+    model: str = Field("default", description="Model name sent to the OpenAI-compatible server.")
+    api_key_env: str = Field(
+        "OPENAI_API_KEY", description="Environment variable holding the key; unset is fine for local servers."
+    )
+
+
+class TransformersSettings(BaseModel):
+    """The `transformers` backend: a local Hugging Face folder."""
+
+    model_config = ConfigDict(extra="forbid", validate_default=True)
+
+    model_path: Path | None = Field(
+        None, description="Local folder with a causal LM and its tokenizer (`transformers`); never downloaded."
+    )
+
+
+# Old flat names of the per-backend fields (accepted for one release, with a FutureWarning; docs/SETTINGS.md).
+RENAMED: dict[str, str] = {
+    **{name: f"llamacpp.{name}" for name in LlamaCppSettings.model_fields},
+    **{f"groq_{name}": f"groq.{name}" for name in GroqSettings.model_fields},
+    **{f"openai_{name}": f"openai.{name}" for name in OpenAISettings.model_fields},
+    "hf_model_path": "transformers.model_path",
+}
 
 class LLMSettings(BaseModel):
     """Which language model answers, and how long it may take."""
@@ -54,56 +148,6 @@ class LLMSettings(BaseModel):
     )
     seed: int = Field(1234, ge=0, description="Sampling seed for the local backends (`llamacpp`, `transformers`).")
 
-    # Local GGUF through xllamacpp.
-    model_name: str = Field(
-        "qwen2.5-coder-1.5b-instruct-q4_k_m",
-        description="Default local model: a key of `core/llm/models.json` (assembled by `python -m core llm assemble`).",
-    )
-    model_path: Path | None = Field(
-        None,
-        description="A GGUF file to use instead of the default model (`llamacpp`). Not hash-checked: "
-        "it is the operator's file.",
-    )
-    model_cache_dir: Path | None = Field(
-        Path("~/.cache/casebook/models"),
-        description="Folder shared by every checkout of this user: the default model is assembled there once "
-        "(sha256-checked) and `paths.model_dir` gets a link to it. Empty assembles a copy per checkout.",
-    )
-    threads: int = Field(
-        0,
-        ge=0,
-        description="CPU threads for llama.cpp; 0 picks the free cores at each call (on a busy 2-core machine 1 "
-        "thread holds steady while 2 collapse); a change reloads the model (about 1 s, mapped from disk cache).",
-    )
-    thread_recheck_s: float = Field(
-        30.0, ge=0, description="With `threads` 0: seconds between two reloads for a changed count of free cores."
-    )
-    n_ctx: int = Field(4096, ge=256, description="llama.cpp context window in tokens (prompt plus answer).")
-    n_batch: int = Field(512, ge=32, description="llama.cpp prompt-processing batch size in tokens.")
-    prompt_cache_mib: int = Field(
-        1024,
-        ge=0,
-        description="llama.cpp keeps the KV state of earlier prompts in this much RAM and restores the longest "
-        "matching prefix, so a fixed system prompt and a scan's data are read once, not per question (0: off).",
-    )
-
-    # Remote: Groq.
-    groq_model: str = Field("llama-3.1-8b-instant", description="Model name sent to Groq.")
-    groq_base_url: str | None = Field(
-        None, description="Groq API root; empty means the SDK default (https://api.groq.com). Tests use a loopback URL."
-    )
-    groq_api_key_env: str = Field(
-        "GROQ_API_KEY", description="Environment variable holding the Groq key (a page may pass a secret instead)."
-    )
-
-    # Remote: any OpenAI-compatible server (vLLM, llama.cpp server, Ollama).
-    openai_base_url: str = Field(
-        "http://127.0.0.1:8000/v1", description="Root URL of the OpenAI-compatible server, including `/v1`."
-    )
-    openai_model: str = Field("default", description="Model name sent to the OpenAI-compatible server.")
-    openai_api_key_env: str = Field(
-        "OPENAI_API_KEY", description="Environment variable holding the key; unset is fine for local servers."
-    )
 
     # Retries for the remote backends.
     max_retries: int = Field(
@@ -114,7 +158,21 @@ class LLMSettings(BaseModel):
     )
     retry_backoff_max_s: float = Field(8.0, ge=0, description="Longest single retry delay in seconds.")
 
-    # Local Hugging Face folder through transformers.
-    hf_model_path: Path | None = Field(
-        None, description="Local folder with a causal LM and its tokenizer (`transformers`); never downloaded."
+    # One group per backend.
+    llamacpp: LlamaCppSettings = Field(
+        default_factory=LlamaCppSettings, description="Local GGUF model through xllamacpp (`llamacpp`)."
     )
+    groq: GroqSettings = Field(default_factory=GroqSettings, description="Groq's hosted API (`groq`).")
+    openai: OpenAISettings = Field(
+        default_factory=OpenAISettings, description="Any OpenAI-compatible server (`openai`)."
+    )
+    transformers: TransformersSettings = Field(
+        default_factory=TransformersSettings, description="Local Hugging Face folder (`transformers`)."
+    )
+
+    renamed_fields: ClassVar[dict[str, str]] = RENAMED
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed_backend_fields(cls, data: Any) -> Any:
+        return nest_renamed(data, cls.renamed_fields, "llm")

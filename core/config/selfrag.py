@@ -45,7 +45,7 @@ class SelfRagSettings(BaseModel):
         None, description="Local folder of a causal LM trained with reflection tokens (never downloaded)."
     )
     native_threads: int = Field(
-        0, ge=0, description="torch CPU threads for the native model; 0 picks the free cores (as `llm.threads`)."
+        0, ge=0, description="torch CPU threads for the native model; 0 picks the free cores (as `llm.llamacpp.threads`)."
     )
     native_device: str = Field(
         "cpu",

@@ -228,7 +228,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--encoder-id", default=None, help="Query encoder the embeddings pair with (default: the configured one)."
     )
-    p.add_argument("--metric", choices=("cosine", "ip"), default=None, help="Similarity (default kb.corpus_metric).")
+    p.add_argument("--metric", choices=("cosine", "ip"), default=None, help="Similarity (default kb.corpus.metric).")
     p.add_argument("--restart", action="store_true", help="Discard an unfinished earlier run instead of resuming.")
     p.add_argument("--json", action="store_true", help="Print the report as JSON.")
     p.set_defaults(func=_ingest_corpus)

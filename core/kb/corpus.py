@@ -5,7 +5,7 @@
 
 A search embeds the query with the corpus's query encoder (checked against
 the manifest: another model id or dimension raises
-:class:`EncoderMismatchError`), takes ``kb.corpus_rerank`` candidates from
+:class:`EncoderMismatchError`), takes ``kb.corpus.rerank`` candidates from
 the FAISS shards, re-scores them exactly from the vectors on disk and reads
 only the returned chunks from the document stores. Several corpora are
 merged by reciprocal rank fusion (:func:`core.kb.fusion.rrf`), as MedRAG
@@ -64,17 +64,17 @@ def parse_corpus_kb(kb: str) -> list[str]:
 
 
 def query_embedder(settings: Settings, name: str) -> Embedder:
-    """The query encoder of corpus ``name``: ``embed`` with ``kb.corpus_query_embed[name]`` applied."""
+    """The query encoder of corpus ``name``: ``embed`` with ``kb.corpus.query_embed[name]`` applied."""
     from pydantic import ValidationError
 
     from core.embed import make_embedder
     from core.settings import EmbedSettings
 
-    override = settings.kb.corpus_query_embed.get(name, {})
+    override = settings.kb.corpus.query_embed.get(name, {})
     try:
         cfg = EmbedSettings.model_validate({**settings.embed.model_dump(), **override})
     except ValidationError as exc:
-        raise ConfigError(f"kb.corpus_query_embed[{name!r}] is invalid: {exc}") from exc
+        raise ConfigError(f"kb.corpus.query_embed[{name!r}] is invalid: {exc}") from exc
     return make_embedder(cfg)
 
 
@@ -96,7 +96,7 @@ class CorpusIndex:
             path = folder / rel
             if not path.is_file() or path.stat().st_size != meta["size"]:
                 raise IndexStateError(f"Corpus {self.name}: {rel} is missing or has the wrong size", hint=_HINT)
-            if cfg.corpus_verify_checksums and file_sha256(path) != meta["sha256"]:
+            if cfg.corpus.verify_checksums and file_sha256(path) != meta["sha256"]:
                 raise IndexStateError(f"Corpus {self.name}: {rel} does not match its checksum", hint=_HINT)
         names = m["shard_files"]
         shards = m["shards"]
@@ -133,7 +133,7 @@ class CorpusIndex:
             q = q / max(float(np.linalg.norm(q)), 1e-12)
         if self.ann.kind == "flat":
             return self.ann.search(q, n)
-        candidates = self.ann.search(q, max(n, self.cfg.corpus_rerank))
+        candidates = self.ann.search(q, max(n, self.cfg.corpus.rerank))
         return self.exact_scores(q, [p for p, _ in candidates])[:n]
 
     def chunks(self, positions: list[int]) -> dict[int, Chunk]:

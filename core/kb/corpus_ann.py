@@ -1,7 +1,7 @@
 """FAISS indexes of a corpus: chosen by size, trained once, one file per shard, searched together.
 
-* fewer than ``kb.corpus_flat_max_chunks`` chunks: ``IndexFlatIP`` (exact);
-* otherwise ``kb.corpus_ann``: ``ivfpq`` (``IndexIVFPQ``, dim/8 bytes per
+* fewer than ``kb.corpus.flat_max_chunks`` chunks: ``IndexFlatIP`` (exact);
+* otherwise ``kb.corpus.ann``: ``ivfpq`` (``IndexIVFPQ``, dim/8 bytes per
   vector) or ``hnsw-sq`` (``IndexHNSWSQ``, 8-bit codes, one byte per dimension
   plus the graph).
 
@@ -38,20 +38,20 @@ _RESIDUAL_BLOCK = 4_096  # rows per in-place residual step: the gathered centroi
 
 def choose_kind(n: int, cfg: KBSettings) -> str:
     """``flat`` below ``corpus_flat_max_chunks``, else ``corpus_ann``."""
-    return "flat" if n < cfg.corpus_flat_max_chunks else cfg.corpus_ann
+    return "flat" if n < cfg.corpus.flat_max_chunks else cfg.corpus.ann
 
 
 def ann_params(kind: str, n: int, dim: int, n_train: int, cfg: KBSettings) -> dict[str, Any]:
     """The build parameters recorded in the manifest (lists, PQ bytes, graph degree)."""
     if kind == "ivfpq":
-        m = cfg.corpus_pq_m or max(1, dim // 8)
+        m = cfg.corpus.pq_m or max(1, dim // 8)
         if dim % m:
-            raise ConfigError(f"kb.corpus_pq_m={m} does not divide the vector dimension {dim}")
+            raise ConfigError(f"kb.corpus.pq_m={m} does not divide the vector dimension {dim}")
         # FAISS wants >= 39 training points per list.
-        nlist = max(1, min(cfg.corpus_ivf_nlist or round(math.sqrt(n)), n_train // 39))
+        nlist = max(1, min(cfg.corpus.ivf_nlist or round(math.sqrt(n)), n_train // 39))
         return {"nlist": nlist, "pq_m": m, "pq_bits": 8}
     if kind == "hnsw-sq":
-        return {"hnsw_m": cfg.corpus_hnsw_m, "ef_construction": cfg.corpus_hnsw_ef_construction, "sq": "QT_8bit"}
+        return {"hnsw_m": cfg.corpus.hnsw_m, "ef_construction": cfg.corpus.hnsw_ef_construction, "sq": "QT_8bit"}
     return {}
 
 
@@ -139,19 +139,19 @@ class ShardedANN:
 
         self.kind, self.offsets = kind, list(offsets)
         flags = 0
-        if cfg.corpus_mmap:
+        if cfg.corpus.mmap:
             flags = faiss.IO_FLAG_MMAP if kind == "ivfpq" else faiss.IO_FLAG_MMAP_IFC
         self.shards: list[Any] = [faiss.read_index(str(p), flags) for p in paths]
         self._quantizer: Any = None
         self.nprobe = 0
         if kind == "ivfpq":
-            self.nprobe = cfg.corpus_ivf_nprobe
+            self.nprobe = cfg.corpus.ivf_nprobe
             for index in self.shards:
                 index.nprobe = self.nprobe
             self._quantizer = faiss.extract_index_ivf(self.shards[0]).quantizer
         elif kind == "hnsw-sq":
             for index in self.shards:
-                index.hnsw.efSearch = cfg.corpus_hnsw_ef_search
+                index.hnsw.efSearch = cfg.corpus.hnsw_ef_search
 
     def search(self, query: np.ndarray, n: int) -> list[tuple[int, float]]:
         """Up to ``n`` ``(position, approximate score)`` pairs over all shards, best first."""

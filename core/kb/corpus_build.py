@@ -10,7 +10,7 @@ Layout under ``<index_dir>``::
         shard_000/ann.faiss                 FAISS index of the shard (flat, IVF-PQ or HNSW-SQ)
     .corpus_pubmed.resume.tmp/              work folder of an unfinished ingestion (state.json, ids.sqlite)
 
-Every ``kb.corpus_checkpoint_rows`` chunks the vectors are fsynced, the store
+Every ``kb.corpus.checkpoint_rows`` chunks the vectors are fsynced, the store
 committed and ``state.json`` (line, byte offset, counts) replaced atomically;
 an interrupted run started again with the same arguments continues from there.
 Bad lines (invalid or truncated JSON, no id or text, duplicate ids, missing,
@@ -176,7 +176,7 @@ class CorpusIngest:
             raise InvalidInputError(f"Corpus file not found: {path}")
         self.settings, self.cfg, self.path, self.name = settings, settings.kb, path, name
         self.root = settings.paths.resolve(settings.paths.index_dir)
-        self.metric: Metric = metric or self.cfg.corpus_metric
+        self.metric: Metric = metric or self.cfg.corpus.metric
         self.matrix = open_embeddings(embeddings) if embeddings is not None else None
         self.embedder = embedder
         if self.matrix is not None and encoder_id:
@@ -195,12 +195,12 @@ class CorpusIngest:
             if self.matrix is not None and self.matrix.shape[1] != self.dim:
                 msg = (f"embeddings are {self.matrix.shape[1]}-d but the query encoder {self.encoder_id} is "
                        f"{self.dim}-d; name the encoder that made them with --encoder-id and configure it in "
-                       f"kb.corpus_query_embed")  # fmt: skip
+                       f"kb.corpus.query_embed")  # fmt: skip
                 raise CorpusInputError(msg, [(0, msg)])
         self.fingerprint = {
             "format": CORPUS_FORMAT, "corpus": _stat(path), "embeddings": _stat(embeddings) if embeddings else None,
             "encoder_id": self.encoder_id, "dim": self.dim, "metric": self.metric,
-            "shard_rows": self.cfg.corpus_shard_rows, "vector_dtype": self.cfg.corpus_vector_dtype,
+            "shard_rows": self.cfg.corpus.shard_rows, "vector_dtype": self.cfg.corpus.vector_dtype,
         }  # fmt: skip
         self.work = self.root / f".corpus_{name}.resume.tmp"
         self.problems: list[tuple[int, str]] = []
@@ -274,7 +274,7 @@ class CorpusIngest:
         log.debug("corpus %s: streaming records and vectors", self.name, extra={"phase": "stream"})
         ids = _Ids(self.work / "ids.sqlite")
         ids.truncate(state["count"])
-        shard = _Shard(self.work / f"shard_{state['shard']:03d}", self.dim, cfg.corpus_vector_dtype)
+        shard = _Shard(self.work / f"shard_{state['shard']:03d}", self.dim, cfg.corpus.vector_dtype)
         shard.rewind(state["shard_count"])
         size = self.path.stat().st_size
         bar = tqdm(total=size, initial=state["offset"], unit="B", unit_scale=True, desc=f"corpus {self.name}",
@@ -289,10 +289,10 @@ class CorpusIngest:
             if self.problems:
                 return
             state["line"], state["offset"] = last
-            if state["shard_count"] >= cfg.corpus_shard_rows:
+            if state["shard_count"] >= cfg.corpus.shard_rows:
                 shard.close()
                 state["shard"], state["shard_count"] = state["shard"] + 1, 0
-                shard = _Shard(self.work / f"shard_{state['shard']:03d}", self.dim, cfg.corpus_vector_dtype)
+                shard = _Shard(self.work / f"shard_{state['shard']:03d}", self.dim, cfg.corpus.vector_dtype)
             self._save_state(state)
             bar.set_postfix_str(f"{state['count']:,} chunks", refresh=False)  # the bar's ETA runs on bytes read
             bar.update(last[1] - bar.n)
@@ -302,18 +302,18 @@ class CorpusIngest:
         try:
             with self.path.open("rb") as fh:
                 fh.seek(state["offset"])
-                for line, end, raw in iter_lines(fh, state["line"], cfg.corpus_max_line_kb * 1024):
+                for line, end, raw in iter_lines(fh, state["line"], cfg.corpus.max_line_kb * 1024):
                     last = (line, end)
                     try:
                         if raw is None:
-                            raise RecordError(f"longer than kb.corpus_max_line_kb ({cfg.corpus_max_line_kb} KB)")
+                            raise RecordError(f"longer than kb.corpus.max_line_kb ({cfg.corpus.max_line_kb} KB)")
                         batch.append(parse_record(raw, line))
                     except RecordError as exc:
                         self.problems.append((line, str(exc)))
-                    room = cfg.corpus_shard_rows - state["shard_count"]
-                    if len(batch) >= min(cfg.corpus_checkpoint_rows, room):
+                    room = cfg.corpus.shard_rows - state["shard_count"]
+                    if len(batch) >= min(cfg.corpus.checkpoint_rows, room):
                         checkpoint()
-                    if len(self.problems) >= cfg.corpus_max_errors:
+                    if len(self.problems) >= cfg.corpus.max_errors:
                         break
                 else:
                     checkpoint()
@@ -334,18 +334,18 @@ class CorpusIngest:
         import faiss
 
         cfg, n = self.cfg, state["count"]
-        store_name, vec_name, ann_name = shard_files(cfg.corpus_vector_dtype)
-        counts = [cfg.corpus_shard_rows] * (n // cfg.corpus_shard_rows)
-        counts += [n % cfg.corpus_shard_rows] if n % cfg.corpus_shard_rows else []
+        store_name, vec_name, ann_name = shard_files(cfg.corpus.vector_dtype)
+        counts = [cfg.corpus.shard_rows] * (n // cfg.corpus.shard_rows)
+        counts += [n % cfg.corpus.shard_rows] if n % cfg.corpus.shard_rows else []
         folders = [self.work / f"shard_{i:03d}" for i in range(len(counts))]
         for extra in self.work.glob("shard_*"):
             if extra not in folders:  # an empty shard opened right after a full one
                 shutil.rmtree(extra)
         files = [
-            VectorFile(f / vec_name, c, self.dim, cfg.corpus_vector_dtype) for f, c in zip(folders, counts, strict=True)
+            VectorFile(f / vec_name, c, self.dim, cfg.corpus.vector_dtype) for f, c in zip(folders, counts, strict=True)
         ]
         kind = choose_kind(n, cfg)
-        n_train = min(n, cfg.corpus_train_rows)
+        n_train = min(n, cfg.corpus.train_rows)
         params = ann_params(kind, n, self.dim, n_train, cfg)
         template_file = self.work / "template.faiss"
         try:
@@ -385,7 +385,7 @@ class CorpusIngest:
         manifest = {
             "format": CORPUS_FORMAT, "name": self.name, "kb": f"corpus:{self.name}",
             "encoder_id": self.encoder_id, "dim": self.dim, "metric": self.metric,
-            "vector_dtype": self.cfg.corpus_vector_dtype, "n_chunks": state["count"], **index,
+            "vector_dtype": self.cfg.corpus.vector_dtype, "n_chunks": state["count"], **index,
             "source": self.fingerprint["corpus"], "embeddings": self.fingerprint["embeddings"],
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "files": {str(p.relative_to(self.work)): {"size": p.stat().st_size, "sha256": file_sha256(p)}

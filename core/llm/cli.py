@@ -22,7 +22,7 @@ def _assemble(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     started = time.perf_counter()
     path = ensure_default_model(settings, force=args.force)
-    spec = load_spec(settings.llm.model_name)
+    spec = load_spec(settings.llm.llamacpp.model_name)
     emit(
         {
             "model_file": str(path),
@@ -42,19 +42,20 @@ def _status(args: argparse.Namespace) -> int:
 
     settings = settings_from_args(args)
     llm = settings.llm
-    spec = load_spec(llm.model_name)
-    path = settings.paths.resolve(llm.model_path) if llm.model_path else default_model_path(settings)
+    local = llm.llamacpp
+    spec = load_spec(local.model_name)
+    path = settings.paths.resolve(local.model_path) if local.model_path else default_model_path(settings)
     exists = path.is_file()
     payload: dict[str, Any] = {
         "backend": llm.backend,
-        "model_name": llm.model_name if llm.model_path is None else path.stem,
+        "model_name": local.model_name if local.model_path is None else path.stem,
         "model_file": str(path),
         "exists": exists,
         "size": path.stat().st_size if exists else None,
-        "expected_sha256": spec.sha256 if llm.model_path is None else None,
-        "hash_verified": verify(spec, path, use_cache=not args.rehash) if llm.model_path is None else None,
-        "threads": free_cores(llm.threads),
-        "remote_model": {"groq": llm.groq_model, "openai": llm.openai_model}.get(llm.backend),
+        "expected_sha256": spec.sha256 if local.model_path is None else None,
+        "hash_verified": verify(spec, path, use_cache=not args.rehash) if local.model_path is None else None,
+        "threads": free_cores(local.threads),
+        "remote_model": {"groq": llm.groq.model, "openai": llm.openai.model}.get(llm.backend),
     }
     emit(payload, args.json)
     return 0

@@ -45,7 +45,7 @@ def make_llm(settings: Settings, *, api_key: str | None = None) -> LLM | None:
     if llm.backend == "transformers":
         from core.llm.hf_transformers import TransformersLLM
 
-        if llm.hf_model_path is None:
-            raise ConfigError("The transformers backend needs llm.hf_model_path (a local model folder)")
-        return TransformersLLM(settings.paths.resolve(llm.hf_model_path), llm)
+        if llm.transformers.model_path is None:
+            raise ConfigError("The transformers backend needs llm.transformers.model_path (a local model folder)")
+        return TransformersLLM(settings.paths.resolve(llm.transformers.model_path), llm)
     raise ConfigError(f"Unknown LLM backend {llm.backend!r}")

@@ -1,6 +1,6 @@
 """Groq's hosted models through the official ``groq`` SDK.
 
-The key comes from the environment variable named by ``llm.groq_api_key_env``
+The key comes from the environment variable named by ``llm.groq.api_key_env``
 (``GROQ_API_KEY``) or is passed in by the page (Streamlit secrets). Groq has no
 raw-completion endpoint, so :meth:`GroqLLM.complete` sends the prompt as one
 user message; Groq may also ignore ``logprobs``, in which case
@@ -34,14 +34,14 @@ class GroqLLM(OpenAIWireLLM):
             import groq
         except ImportError as exc:
             raise ConfigError("The groq backend needs the groq SDK", hint="pip install groq==1.7.0") from exc
-        key = api_key or os.environ.get(settings.groq_api_key_env)
+        key = api_key or os.environ.get(settings.groq.api_key_env)
         if not key:
             raise BackendAuthError(
-                f"No Groq API key: set {settings.groq_api_key_env} or add it to the Streamlit secrets",
-                hint=f"export {settings.groq_api_key_env}=gsk_... (never commit it)",
+                f"No Groq API key: set {settings.groq.api_key_env} or add it to the Streamlit secrets",
+                hint=f"export {settings.groq.api_key_env}=gsk_... (never commit it)",
             )
-        client = groq.Groq(api_key=key, base_url=settings.groq_base_url, timeout=settings.timeout_s, max_retries=0)
-        super().__init__(client, groq, settings.groq_model, settings, egress)
+        client = groq.Groq(api_key=key, base_url=settings.groq.base_url, timeout=settings.timeout_s, max_retries=0)
+        super().__init__(client, groq, settings.groq.model, settings, egress)
 
     def complete(
         self,

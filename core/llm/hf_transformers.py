@@ -54,7 +54,7 @@ class TransformersLLM:
 
     def __init__(self, model_dir: Path, settings: LLMSettings) -> None:
         torch, self.tokenizer, self.lm = load_local_causal_lm(
-            model_dir, "The transformers backend", "llm.hf_model_path"
+            model_dir, "The transformers backend", "llm.transformers.model_path"
         )
         self._torch = torch
         self.model = model_dir.name

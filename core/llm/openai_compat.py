@@ -1,8 +1,8 @@
 """Any OpenAI-compatible server (vLLM, llama.cpp's ``llama-server``, Ollama) through the ``openai`` SDK.
 
-Set ``llm.openai_base_url`` (including ``/v1``) and ``llm.openai_model``. The API
+Set ``llm.openai.base_url`` (including ``/v1``) and ``llm.openai.model``. The API
 key is optional: local servers accept any string, so a placeholder is sent when
-the variable named by ``llm.openai_api_key_env`` is unset. Chat log-probabilities
+the variable named by ``llm.openai.api_key_env`` is unset. Chat log-probabilities
 use ``logprobs=true, top_logprobs=k``; raw completions use ``logprobs=k``.
 """
 
@@ -33,8 +33,8 @@ class OpenAICompatLLM(OpenAIWireLLM):
             import openai
         except ImportError as exc:
             raise ConfigError("The openai backend needs the openai SDK", hint="pip install openai==3.51.0") from exc
-        key = api_key or os.environ.get(settings.openai_api_key_env) or _NO_KEY
+        key = api_key or os.environ.get(settings.openai.api_key_env) or _NO_KEY
         client = openai.OpenAI(
-            api_key=key, base_url=settings.openai_base_url, timeout=settings.timeout_s, max_retries=0
+            api_key=key, base_url=settings.openai.base_url, timeout=settings.timeout_s, max_retries=0
         )
-        super().__init__(client, openai, settings.openai_model, settings, egress)
+        super().__init__(client, openai, settings.openai.model, settings, egress)
