@@ -133,7 +133,7 @@ class MemorySampler(logging.Handler):
             self._sample()
 
     def __enter__(self) -> MemorySampler:
-        for name in ("core.kb.corpus_build", "core.kb.corpus_ann"):
+        for name in ("core.kb.corpus.build", "core.kb.corpus.ann"):
             logger = logging.getLogger(name)
             logger.setLevel(logging.DEBUG)
             logger.addHandler(self)
@@ -144,7 +144,7 @@ class MemorySampler(logging.Handler):
         self._stop.set()
         self._thread.join()
         self._sample()
-        for name in ("core.kb.corpus_build", "core.kb.corpus_ann"):
+        for name in ("core.kb.corpus.build", "core.kb.corpus.ann"):
             logging.getLogger(name).removeHandler(self)
 
     def report(self) -> dict[str, Any]:
@@ -159,7 +159,7 @@ class MemorySampler(logging.Handler):
 
 def child_ingest(work: Path, timeline: Path | None = None) -> dict[str, Any]:
     """(Subprocess) ingest the corpus with its precomputed vectors, sampling memory by phase."""
-    from core.kb.corpus_build import ingest_corpus
+    from core.kb.corpus.build import ingest_corpus
 
     t0 = time.perf_counter()
     with MemorySampler() as sampler:
@@ -196,8 +196,8 @@ def child_serve(work: Path, exact_queries: int) -> dict[str, Any]:
     """(Subprocess) open the corpus, time queries, measure RSS, then exact search side by side."""
     import faiss
 
-    from core.kb.corpus import CorpusIndex
-    from core.kb.corpus_build import corpus_link
+    from core.kb.corpus.layout import corpus_link
+    from core.kb.corpus.serve import CorpusIndex
 
     settings = _settings(work)
     faiss.omp_set_num_threads(settings.kb.faiss_threads)

@@ -35,10 +35,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a scri
 
 from core.kb import KnowledgeBase
 from core.kb.evaluate import as_table, evaluate, load_eval
-from core.kb.index import IndexBuilder
-from core.kb.reader import open_index
-from core.kb.retriever import HybridRetriever
-from core.kb.tokens import make_token_counter
+from core.kb.index.builder import IndexBuilder
+from core.kb.index.reader import open_index
+from core.kb.index.retriever import HybridRetriever
+from core.kb.parse.tokens import make_token_counter
 from core.kb.types import Chunk
 from core.settings import REPO_ROOT, load_settings
 
@@ -134,7 +134,7 @@ def _dailymed_zip(copies: int, path: Path) -> int:
 
 
 def ingest(args: argparse.Namespace) -> dict[str, Any]:
-    from core.kb.ingest import parse_files
+    from core.kb.index.ingest import parse_files
 
     settings = load_settings(kb={"progress": False})
     counter = make_token_counter(settings.embed)

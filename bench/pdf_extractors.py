@@ -2,7 +2,7 @@
 
     PYTHONPATH=.:/path/with/pdfplumber/and/pymupdf nice -n 5 .venv/bin/python bench/pdf_extractors.py
 
-pypdf is the project's extractor (core.kb.pdfparse); pdfplumber and PyMuPDF are timed
+pypdf is the project's extractor (core.kb.parse.pdfparse); pdfplumber and PyMuPDF are timed
 only when importable (they are not dependencies). Prints seconds per run (best of 3)
 and the load average: the machine is shared, so compare the ratios of one run.
 """
@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from core.kb.pdfwrite import read_source, render_pdf
+from core.kb.demo.pdfwrite import read_source, render_pdf
 
 SOURCE = Path("assets/kb/realistic/guidelines/tb_cap_consolidated.md")
 
@@ -22,7 +22,7 @@ SOURCE = Path("assets/kb/realistic/guidelines/tb_cap_consolidated.md")
 def _pypdf(data: bytes) -> int:
     from pypdf import PdfReader
 
-    from core.kb.pdfparse import read_lines
+    from core.kb.parse.pdfparse import read_lines
 
     pages, _ = read_lines(PdfReader(io.BytesIO(data)))
     return sum(len(p) for p in pages)

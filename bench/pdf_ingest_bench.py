@@ -3,7 +3,7 @@
     python -m bench.pdf_ingest_bench                  # 4 copies of the 41-page realistic guideline
     python -m bench.pdf_ingest_bench --copies 1 --engines torch
 
-The PDF is rendered by our own generator (:mod:`core.kb.pdfwrite`) from the demo guideline
+The PDF is rendered by our own generator (:mod:`core.kb.demo.pdfwrite`) from the demo guideline
 source (``assets/kb/realistic/guidelines``), its body repeated ``--copies`` times (demo data,
 not for clinical use). Each engine ingests it end to end (parse, chunk, embed, index) into a
 fresh knowledge base, one after the other in one process; the parse-only time is measured
@@ -23,7 +23,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from any folder
 
 from core.kb import KnowledgeBase
-from core.kb.pdfwrite import read_source, render_pdf
+from core.kb.demo.pdfwrite import read_source, render_pdf
 from core.settings import REPO_ROOT, load_settings
 
 SOURCE = REPO_ROOT / "assets" / "kb" / "realistic" / "guidelines"

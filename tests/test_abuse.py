@@ -250,8 +250,8 @@ class _Words:
 
 
 def _kb() -> tuple[object, object, object]:
-    spl = pytest.importorskip("core.kb.spl")
-    guidelines = pytest.importorskip("core.kb.guidelines")
+    spl = pytest.importorskip("core.kb.parse.spl")
+    guidelines = pytest.importorskip("core.kb.parse.guidelines")
     kb_settings = pytest.importorskip("core.config.kb")
     return spl, guidelines, kb_settings.KBSettings(max_file_mb=1)
 

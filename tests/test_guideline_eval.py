@@ -182,7 +182,7 @@ def test_realistic_documents_ingested_as_an_upload_meet_the_targets(kb_root: Pat
     import shutil
 
     from core.kb.base import KnowledgeBase
-    from core.kb.realistic import ingest_realistic
+    from core.kb.demo.realistic import ingest_realistic
     from core.kb.spaces import SHARED_SPACE
 
     shutil.copytree(kb_root / "indexes", tmp_path / "indexes", symlinks=True)

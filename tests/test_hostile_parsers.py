@@ -19,10 +19,10 @@ from core.config.kb import KBSettings
 from core.embed import Embedder, make_embedder
 from core.errors import DocumentError
 from core.kb import KnowledgeBase
-from core.kb.docparse import parse_html, parse_markdown
-from core.kb.guidelines import parse_guideline
-from core.kb.ingest import parse_files
-from core.kb.tokens import E5TokenCounter
+from core.kb.index.ingest import parse_files
+from core.kb.parse.docparse import parse_html, parse_markdown
+from core.kb.parse.guidelines import parse_guideline
+from core.kb.parse.tokens import E5TokenCounter
 from core.settings import Settings, load_settings
 
 CFG = KBSettings(progress=False)

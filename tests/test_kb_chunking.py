@@ -10,9 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.config.kb import KBSettings
-from core.kb.chunking import pack_paragraphs, window_words
-from core.kb.guidelines import parse_guideline
-from core.kb.tokens import E5TokenCounter, HFTokenCounter, TokenCounter, make_token_counter
+from core.kb.parse.chunking import pack_paragraphs, window_words
+from core.kb.parse.guidelines import parse_guideline
+from core.kb.parse.tokens import E5TokenCounter, HFTokenCounter, TokenCounter, make_token_counter
 from core.settings import load_settings
 
 WORDS = st.lists(

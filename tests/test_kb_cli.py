@@ -107,7 +107,7 @@ def test_build_is_idempotent_and_refreshes_on_change(
 
 
 def test_demo_fingerprint_tracks_shaping_settings(tmp_path: Path) -> None:
-    from core.kb.demo import demo_fingerprint
+    from core.kb.demo.build import demo_fingerprint
     from core.settings import load_settings
 
     (tmp_path / "kb" / "guidelines").mkdir(parents=True)

@@ -15,12 +15,13 @@ import numpy as np
 import pytest
 
 from core.errors import CorpusInputError, EncoderMismatchError, InvalidInputError
-from core.kb.corpus import CorpusIndex, CorpusSearch
-from core.kb.corpus_ann import sample_rows, train_template
-from core.kb.corpus_build import corpus_link, ingest_corpus
-from core.kb.corpus_records import RecordError, parse_record
-from core.kb.corpus_vectors import VectorFile, VectorWriter
-from core.kb.docstore import DocStore
+from core.kb.corpus.ann import sample_rows, train_template
+from core.kb.corpus.build import ingest_corpus
+from core.kb.corpus.layout import corpus_link
+from core.kb.corpus.records import RecordError, parse_record
+from core.kb.corpus.serve import CorpusIndex, CorpusSearch
+from core.kb.corpus.vectors import VectorFile, VectorWriter
+from core.kb.index.docstore import DocStore
 from core.kb.types import Retriever
 from core.settings import Settings
 from tests.conftest import make_settings

@@ -12,9 +12,9 @@ import pytest
 from core.errors import ConfigError
 from core.guideline.pipeline import GuidelineQA
 from core.guideline.types import QAAnswer
-from core.kb.corpus import CorpusSearch
-from core.kb.corpus_build import ingest_corpus
-from core.kb.fusion import rrf
+from core.kb.corpus.build import ingest_corpus
+from core.kb.corpus.serve import CorpusSearch
+from core.kb.index.fusion import rrf
 from core.selfrag.factory import make_retriever
 from core.selfrag.retrieval import KBRetriever
 from core.settings import Settings

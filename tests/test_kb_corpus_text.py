@@ -11,8 +11,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from core.kb.corpus import CorpusSearch, query_embedder
-from core.kb.corpus_build import corpus_link, ingest_corpus
+from core.kb.corpus.build import ingest_corpus
+from core.kb.corpus.layout import corpus_link, query_embedder
+from core.kb.corpus.serve import CorpusSearch
 from core.selfrag.factory import make_retriever
 from tests.conftest import make_settings
 

@@ -14,10 +14,10 @@ from core.config.kb import KBSettings
 from core.embed import Embedder, make_embedder
 from core.errors import BackendError, IndexStateError, InvalidInputError, NotFoundError
 from core.kb import Hit, KnowledgeBase, Retriever
-from core.kb.fusion import rrf
-from core.kb.index import IndexBuilder, file_sha256, kb_link
-from core.kb.reader import open_index
-from core.kb.tokens import E5TokenCounter
+from core.kb.index.builder import IndexBuilder, file_sha256, kb_link
+from core.kb.index.fusion import rrf
+from core.kb.index.reader import open_index
+from core.kb.parse.tokens import E5TokenCounter
 from core.kb.types import Chunk
 from core.settings import Settings, load_settings
 

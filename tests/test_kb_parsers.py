@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from core.config.kb import KBSettings
 from core.errors import DocumentError
-from core.kb.guidelines import parse_guideline
-from core.kb.spl import parse_spl
-from core.kb.tokens import E5TokenCounter
+from core.kb.parse.guidelines import parse_guideline
+from core.kb.parse.spl import parse_spl
+from core.kb.parse.tokens import E5TokenCounter
 
 DATA = Path(__file__).parent / "data" / "kb"
 CFG = KBSettings()

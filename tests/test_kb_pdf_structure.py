@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from core.config.kb import KBSettings
-from core.kb.guidelines import parse_guideline
-from core.kb.pdfwrite import GuidelineSource, read_source, render_pdf
-from core.kb.splwrite import spl_from_source
-from core.kb.tokens import E5TokenCounter
+from core.kb.demo.pdfwrite import GuidelineSource, read_source, render_pdf
+from core.kb.demo.splwrite import spl_from_source
+from core.kb.parse.guidelines import parse_guideline
+from core.kb.parse.tokens import E5TokenCounter
 from core.kb.types import Document
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets" / "kb" / "realistic"
@@ -107,7 +107,7 @@ def test_committed_labels_match_their_sources() -> None:
 
 
 def test_long_labels_have_the_full_layout() -> None:
-    from core.kb.spl import parse_spl
+    from core.kb.parse.spl import parse_spl
 
     counter = E5TokenCounter()
     docs = {p.stem: parse_spl(p.read_bytes(), p.name, "user", CFG, counter) for p in (ASSETS / "labels").glob("*.xml")}

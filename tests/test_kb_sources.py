@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from core.config.kb import KBSettings
-from core.kb.sources import iter_sources
+from core.kb.parse.sources import iter_sources
 
 DATA = Path(__file__).parent / "data" / "kb"
 LABEL = (DATA / "spl_metformin.xml").read_bytes()
@@ -88,8 +88,8 @@ def test_oversize_file_is_refused(tmp_path: Path) -> None:
 
 
 def test_dailymed_archive_parses_every_label(tmp_path: Path) -> None:
-    from core.kb.ingest import parse_files
-    from core.kb.tokens import E5TokenCounter
+    from core.kb.index.ingest import parse_files
+    from core.kb.parse.tokens import E5TokenCounter
 
     inner = {}
     for i in range(4):

@@ -11,9 +11,9 @@ from core.embed import Embedder, make_embedder
 from core.errors import NotFoundError
 from core.guideline.types import Abstention
 from core.kb import KnowledgeBase, ensure_demo_kb
-from core.kb.pdfwrite import read_source, render_pdf
+from core.kb.demo.pdfwrite import read_source, render_pdf
+from core.kb.parse.tokens import E5TokenCounter
 from core.kb.spaces import SHARED_SPACE, DocumentSpaces, doctor_spaces, owner_key, space_of
-from core.kb.tokens import E5TokenCounter
 from core.settings import Settings, load_settings
 
 DATA = Path(__file__).parent / "data" / "kb"

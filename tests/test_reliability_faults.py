@@ -32,10 +32,11 @@ from core.cases import get_similar_cases
 from core.cases.importer import import_cases
 from core.cases.index import CaseIndex
 from core.errors import DiskFullError
-from core.kb.corpus import CorpusIndex
-from core.kb.corpus_build import corpus_link, ingest_corpus
-from core.kb.index import IndexBuilder, kb_link
-from core.kb.reader import open_index
+from core.kb.corpus.build import ingest_corpus
+from core.kb.corpus.layout import corpus_link
+from core.kb.corpus.serve import CorpusIndex
+from core.kb.index.builder import IndexBuilder, kb_link
+from core.kb.index.reader import open_index
 from core.kb.types import Chunk
 from core.llm.factory import make_llm
 from core.runtime import Runtime, open_runtime
@@ -303,7 +304,7 @@ def test_file_size_limit_during_a_kb_build_keeps_the_previous_version(tmp_path: 
 
 
 _CORPUS_CHILD = """
-from core.kb.corpus_build import ingest_corpus
+from core.kb.corpus.build import ingest_corpus
 from tests.conftest import make_settings
 
 def work():

@@ -39,7 +39,7 @@ class _Lists:
 
     def drugs(self) -> list[str]:
         """The drug-label lexicon's names (empty when no drug-label knowledge base is built)."""
-        from core.kb.index import kb_link
+        from core.kb.index.builder import kb_link
 
         with self._lock:
             if time.monotonic() - self._read_at < self.settings.privacy.names_refresh_s:

@@ -72,7 +72,7 @@ def _eval(args: argparse.Namespace) -> int:
             fitted = {kb: {k: v for k, v in f.items() if k != "curves"} for kb, f in fitted.items()}
         emit(fitted, args.json)
         return 0
-    from core.kb.index import kb_link
+    from core.kb.index.builder import kb_link
     from core.kb.spaces import SHARED_SPACE
     from core.kb.types import SPACE_PREFIX
 

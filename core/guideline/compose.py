@@ -107,7 +107,7 @@ def asked_populations(question: str, cfg: GuidelineQASettings) -> list[re.Patter
 def with_tables(sentences: list[str], max_rows: int = 12) -> list[tuple[str, tuple[str, ...]]]:
     """Each sentence with the table it introduces (its rows), or ``()``.
 
-    Table rows are ``a | b`` lines (see :mod:`core.kb.guidelines`). A lead-in ending
+    Table rows are ``a | b`` lines (see :mod:`core.kb.parse.guidelines`). A lead-in ending
     with ``:`` directly before a table ("One point is given for each of the
     following:"), and a table's header row, are no answer without the rows, so they
     carry the next rows of the table (at most ``max_rows``).

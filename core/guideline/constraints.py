@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 from core.config.guideline import GuidelineQASettings
 from core.guideline.text import contains_phrase, find_phrases
-from core.kb.fusion import rrf
+from core.kb.index.fusion import rrf
 from core.kb.types import Hit
 
 __all__ = [

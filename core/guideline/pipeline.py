@@ -86,7 +86,7 @@ class GuidelineQA:
             lexicon = retriever.drug_lexicon()
         self.lexicon = lexicon
         if self.cfg.mixed_corpora:  # the mixed route also searches these corpora
-            from core.kb.corpus import CorpusSearch, WithCorpora
+            from core.kb.corpus.serve import CorpusSearch, WithCorpora
 
             if not isinstance(retriever, WithCorpora):
                 self.retriever = WithCorpora(retriever, CorpusSearch(settings))

@@ -5,7 +5,7 @@ concepts it abbreviates), section boost on the similarity and fusion, anchor,
 diagnosis gate, then the calibrated confidence and the per-KB threshold. Candidates of the KBs that pass
 are merged and the best ``evidence_chunks`` become the evidence. On the mixed
 route the corpora in ``guideline.mixed_corpora`` are one more KB,
-``corpus:A+B`` (see :class:`core.kb.corpus.WithCorpora`).
+``corpus:A+B`` (see :class:`core.kb.corpus.serve.WithCorpora`).
 """
 
 from __future__ import annotations

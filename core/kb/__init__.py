@@ -12,11 +12,11 @@ measured retrieval quality.
 from __future__ import annotations
 
 from core.kb.base import KnowledgeBase
-from core.kb.demo import build_demo_kb, ensure_demo_kb
-from core.kb.ingest import IngestReport
+from core.kb.demo.build import build_demo_kb, ensure_demo_kb
+from core.kb.index.ingest import IngestReport
+from core.kb.index.retriever import HybridRetriever
 from core.kb.lexicon import DrugLexicon, LexiconEntry
-from core.kb.retriever import HybridRetriever
-from core.kb.tokens import TokenCounter, make_token_counter
+from core.kb.parse.tokens import TokenCounter, make_token_counter
 from core.kb.types import KB_NAMES, Chunk, FileError, Hit, Retriever, SearchMode
 
 __all__ = [

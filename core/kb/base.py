@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 from core.embed import Embedder
 from core.errors import InvalidInputError, NotFoundError
-from core.kb.index import kb_link
-from core.kb.ingest import IngestReport, apply_update, parse_files
+from core.kb.index.builder import kb_link
+from core.kb.index.ingest import IngestReport, apply_update, parse_files
+from core.kb.index.retriever import HybridRetriever
 from core.kb.lexicon import DrugLexicon
-from core.kb.retriever import HybridRetriever
-from core.kb.tokens import TokenCounter, make_token_counter
+from core.kb.parse.tokens import TokenCounter, make_token_counter
 from core.kb.types import KB_NAMES, SPACE_PREFIX, is_kb_name
 
 if TYPE_CHECKING:

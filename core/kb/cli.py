@@ -30,7 +30,7 @@ def _ingest(kind: str, default_kb: str) -> Any:
 
 def _build(args: argparse.Namespace) -> int:
     from core.cli import emit, settings_from_args
-    from core.kb.demo import build_demo_kb
+    from core.kb.demo.build import build_demo_kb
 
     reports = build_demo_kb(settings_from_args(args), force=args.force)
     emit({"rebuilt": [r.to_json() for r in reports]}, args.json)
@@ -39,7 +39,7 @@ def _build(args: argparse.Namespace) -> int:
 
 def _ingest_realistic(args: argparse.Namespace) -> int:
     from core.cli import emit
-    from core.kb.realistic import ingest_realistic
+    from core.kb.demo.realistic import ingest_realistic
 
     reports = ingest_realistic(_kb(args), args.kb)
     emit({"ingested": [r.to_json() for r in reports]}, args.json)
@@ -120,7 +120,7 @@ def _delete(args: argparse.Namespace) -> int:
 
 def _ingest_corpus(args: argparse.Namespace) -> int:
     from core.cli import emit, settings_from_args
-    from core.kb.corpus_build import ingest_corpus
+    from core.kb.corpus.build import ingest_corpus
 
     report = ingest_corpus(
         settings_from_args(args), args.path, args.name, embeddings=args.embeddings, encoder_id=args.encoder_id,
@@ -132,7 +132,7 @@ def _ingest_corpus(args: argparse.Namespace) -> int:
 
 def _search_corpus(args: argparse.Namespace) -> int:
     from core.cli import emit, settings_from_args
-    from core.kb.corpus import CorpusSearch
+    from core.kb.corpus.serve import CorpusSearch
 
     settings = settings_from_args(args)
     hits = CorpusSearch(settings).search(args.query, f"corpus:{args.name}", args.top_k or settings.kb.top_k, args.mode)
@@ -152,7 +152,8 @@ def _search_corpus(args: argparse.Namespace) -> int:
 
 def _corpora(args: argparse.Namespace) -> int:
     from core.cli import emit, settings_from_args
-    from core.kb.corpus import CorpusSearch, corpus_names
+    from core.kb.corpus.layout import corpus_names
+    from core.kb.corpus.serve import CorpusSearch
 
     search = CorpusSearch(settings_from_args(args))
     keys = ("encoder_id", "dim", "metric", "index_type", "n_chunks", "vector_dtype", "built_at")

@@ -8,7 +8,7 @@ touches it. The uploaded originals are kept under ``<data_dir>/documents/<space>
 space can be re-ingested after a parser or model change without asking for the files again.
 
 Uploads are checked against ``ui.max_upload_mb`` before anything is parsed, parsed in the
-bounded worker (:mod:`core.kb.sandbox`), shown by title and original file name (never a
+bounded worker (:mod:`core.kb.parse.sandbox`), shown by title and original file name (never a
 temporary path), and serialised per space by the KB update lock.
 
 Guideline QA calls :func:`doctor_spaces` to add the asking doctor's spaces to the curated
@@ -27,8 +27,8 @@ from pathlib import Path, PurePath
 from typing import TYPE_CHECKING
 
 from core.errors import AccessDeniedError, InvalidInputError, NotFoundError
-from core.kb.index import kb_link
-from core.kb.ingest import IngestReport, apply_update, parse_files
+from core.kb.index.builder import kb_link
+from core.kb.index.ingest import IngestReport, apply_update, parse_files
 from core.kb.types import SPACE_PREFIX, Document, FileError
 
 if TYPE_CHECKING:

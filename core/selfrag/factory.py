@@ -41,7 +41,8 @@ def make_retriever(settings: Settings) -> Retriever:
     """
     s = settings.selfrag
     if s.corpus:
-        from core.kb.corpus import CorpusSearch, corpus_names
+        from core.kb.corpus.layout import corpus_names
+        from core.kb.corpus.serve import CorpusSearch
 
         ingested = corpus_names(settings.paths.resolve(settings.paths.index_dir))
         if s.corpus == "auto":

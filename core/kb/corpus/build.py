@@ -5,7 +5,7 @@ Layout under ``<index_dir>``::
     corpus_pubmed -> .corpus_pubmed.v20261122T081500-3f2a    (symlink, swapped with os.replace)
     .corpus_pubmed.v20261122T081500-3f2a/
         manifest.json                       encoder id, dim, metric, index type, shards, file sizes and sha256
-        shard_000/docstore.sqlite           chunk text (core.kb.docstore), keyed by position in the shard
+        shard_000/docstore.sqlite           chunk text (core.kb.index.docstore), keyed by position in the shard
         shard_000/vectors.f32               float32 (or .f16) rows for exact re-ranking
         shard_000/ann.faiss                 FAISS index of the shard (flat, IVF-PQ or HNSW-SQ)
     .corpus_pubmed.resume.tmp/              work folder of an unfinished ingestion (state.json, ids.sqlite)
@@ -41,32 +41,22 @@ import numpy as np
 from tqdm import tqdm
 
 from core.errors import CorpusInputError, InvalidInputError, disk_full_as_error
-from core.kb.corpus_ann import ann_params, build_shard_index, choose_kind, sample_rows, train_template
-from core.kb.corpus_records import CorpusRecord, RecordError, iter_lines, parse_record
-from core.kb.corpus_vectors import Metric, VectorFile, VectorWriter, bad_rows, open_embeddings, prepare, read_rows
-from core.kb.docstore import DocStoreWriter
-from core.kb.index import file_sha256, swap_link, write_faiss
+from core.kb.corpus.ann import ann_params, build_shard_index, choose_kind, sample_rows, train_template
+from core.kb.corpus.layout import CORPUS_FORMAT, corpus_link, query_embedder, shard_files
+from core.kb.corpus.records import CorpusRecord, RecordError, iter_lines, parse_record
+from core.kb.corpus.vectors import Metric, VectorFile, VectorWriter, bad_rows, open_embeddings, prepare, read_rows
+from core.kb.index.builder import file_sha256, swap_link, write_faiss
+from core.kb.index.docstore import DocStoreWriter
 from core.kb.types import Chunk
 
 if TYPE_CHECKING:
     from core.embed import Embedder
     from core.settings import Settings
 
-__all__ = ["CORPUS_FORMAT", "CorpusReport", "corpus_link", "ingest_corpus", "shard_files"]
+__all__ = ["CorpusReport", "ingest_corpus"]
 
 log = logging.getLogger(__name__)
-CORPUS_FORMAT = 1
 _NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
-
-
-def corpus_link(root: Path, name: str) -> Path:
-    """The symlink naming the live version of corpus ``name``."""
-    return root / f"corpus_{name}"
-
-
-def shard_files(dtype: str) -> tuple[str, str, str]:
-    """File names inside a shard folder: store, vectors, FAISS index."""
-    return "docstore.sqlite", "vectors.f16" if dtype == "float16" else "vectors.f32", "ann.faiss"
 
 
 @dataclass
@@ -183,8 +173,6 @@ class CorpusIngest:
             self.encoder_id, self.dim = encoder_id, int(self.matrix.shape[1])
         else:
             if self.embedder is None:
-                from core.kb.corpus import query_embedder
-
                 self.embedder = query_embedder(settings, name)
             self.encoder_id, self.dim = self.embedder.model_id, int(self.embedder.dim)
             if encoder_id and encoder_id != self.encoder_id:

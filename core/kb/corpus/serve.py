@@ -8,7 +8,7 @@ the manifest: another model id or dimension raises
 :class:`EncoderMismatchError`), takes ``kb.corpus.rerank`` candidates from
 the FAISS shards, re-scores them exactly from the vectors on disk and reads
 only the returned chunks from the document stores. Several corpora are
-merged by reciprocal rank fusion (:func:`core.kb.fusion.rrf`), as MedRAG
+merged by reciprocal rank fusion (:func:`core.kb.index.fusion.rrf`), as MedRAG
 merges its corpora.
 
 ``corpus:NAME`` (or ``corpus:A+B``) is how the pipelines name corpora:
@@ -30,52 +30,30 @@ import numpy as np
 
 from core.config.kb import KBSettings
 from core.errors import ConfigError, EncoderMismatchError, IndexStateError, InvalidInputError
-from core.kb.corpus_ann import ShardedANN
-from core.kb.corpus_build import CORPUS_FORMAT, corpus_link
-from core.kb.corpus_vectors import VectorFile
-from core.kb.docstore import DocStore
-from core.kb.fusion import rrf
-from core.kb.index import file_sha256
+from core.kb.corpus.ann import ShardedANN
+from core.kb.corpus.layout import (
+    CORPUS_FORMAT,
+    CORPUS_PREFIX,
+    corpus_link,
+    corpus_names,
+    parse_corpus_kb,
+    query_embedder,
+)
+from core.kb.corpus.vectors import VectorFile
+from core.kb.index.builder import file_sha256
+from core.kb.index.docstore import DocStore
+from core.kb.index.fusion import rrf
 from core.kb.types import Chunk, Hit, Retriever, SearchMode
 
 if TYPE_CHECKING:
     from core.embed import Embedder
     from core.settings import Settings
 
-__all__ = ["CORPUS_PREFIX", "CorpusIndex", "CorpusSearch", "WithCorpora", "corpus_names", "query_embedder"]
+__all__ = ["CorpusIndex", "CorpusSearch", "WithCorpora"]
 
-CORPUS_PREFIX = "corpus:"
 _SHIFT = 40
 _MASK = (1 << _SHIFT) - 1
 _HINT = "Ingest the corpus again: `python -m core kb ingest-corpus PATH --name NAME`."
-
-
-def corpus_names(root: Path) -> list[str]:
-    """Names of the corpora with a live version under ``root``."""
-    return sorted(p.name[len("corpus_") :] for p in root.glob("corpus_*") if p.is_symlink() and p.exists())
-
-
-def parse_corpus_kb(kb: str) -> list[str]:
-    """``corpus:A+B`` (or ``A+B``) -> ``["A", "B"]``."""
-    names = kb.removeprefix(CORPUS_PREFIX).split("+")
-    if not all(names):
-        raise InvalidInputError(f"Bad corpus name {kb!r}", hint="Use corpus:NAME or corpus:NAME1+NAME2.")
-    return names
-
-
-def query_embedder(settings: Settings, name: str) -> Embedder:
-    """The query encoder of corpus ``name``: ``embed`` with ``kb.corpus.query_embed[name]`` applied."""
-    from pydantic import ValidationError
-
-    from core.embed import make_embedder
-    from core.settings import EmbedSettings
-
-    override = settings.kb.corpus.query_embed.get(name, {})
-    try:
-        cfg = EmbedSettings.model_validate({**settings.embed.model_dump(), **override})
-    except ValidationError as exc:
-        raise ConfigError(f"kb.corpus.query_embed[{name!r}] is invalid: {exc}") from exc
-    return make_embedder(cfg)
 
 
 class CorpusIndex:

@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.errors import CasebookError
-from core.kb.guidelines import GUIDELINE_SUFFIXES
-from core.kb.index import FORMAT_VERSION, file_sha256, kb_link, read_manifest
-from core.kb.ingest import PARSER_VERSION
+from core.kb.index.builder import FORMAT_VERSION, file_sha256, kb_link, read_manifest
+from core.kb.index.ingest import PARSER_VERSION
+from core.kb.parse.registry import GUIDELINE_SUFFIXES
 
 if TYPE_CHECKING:
     from core.kb.base import KnowledgeBase
-    from core.kb.ingest import IngestReport
+    from core.kb.index.ingest import IngestReport
     from core.settings import Settings
 
 __all__ = ["DEMO_SOURCES", "build_demo_kb", "demo_fingerprint", "ensure_demo_kb"]
@@ -75,7 +75,7 @@ def _demo_ids(settings: Settings, kb: str, files: list[Path]) -> frozenset[str]:
     link = kb_link(root, kb)
     if not link.exists():
         return frozenset()
-    from core.kb.reader import open_index
+    from core.kb.index.reader import open_index
 
     index = open_index(root, kb, settings.kb)
     try:
@@ -98,7 +98,7 @@ def build_demo_kb(settings: Settings, force: bool = False, base: KnowledgeBase |
     import time
 
     from core.kb.base import KnowledgeBase
-    from core.kb.ingest import IngestReport, apply_update, parse_files
+    from core.kb.index.ingest import IngestReport, apply_update, parse_files
 
     reports = []
     for kb, (_, kind, _) in DEMO_SOURCES.items():

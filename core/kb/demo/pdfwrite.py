@@ -155,6 +155,7 @@ class _Doc:
         if metadata:
             self.pdf.set_title(src.title)
             self.pdf.set_author(org)
+        # The old module path on purpose: the creator is part of the PDF bytes, and so of its document ids.
         self.pdf.set_creator("Casebook core.kb.pdfwrite (demo)")
         self.src, self.outline, self.toc = src, outline, toc_pages
         self.pages: dict[str, int] = {}

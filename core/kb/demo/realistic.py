@@ -1,9 +1,9 @@
 """The long, real-shaped demo content: a 40-page guideline PDF and six full-layout labels.
 
 Sources live under ``<assets_dir>/<kb.demo_subdir>/realistic/``: the guideline as
-Markdown (``guidelines/*.md``, rendered to PDF here by :mod:`core.kb.pdfwrite`) and the
+Markdown (``guidelines/*.md``, rendered to PDF here by :mod:`core.kb.demo.pdfwrite`) and the
 labels as SPL XML (``labels/*.xml``, written from ``labels_src/*.txt`` by
-:mod:`core.kb.splwrite`). They are not part of the demo KB build; they are ingested the
+:mod:`core.kb.demo.splwrite`). They are not part of the demo KB build; they are ingested the
 way a doctor's upload is, into a document space (the shared one by default).
 """
 
@@ -12,11 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core.kb.pdfwrite import write_pdf
+from core.kb.demo.pdfwrite import write_pdf
 
 if TYPE_CHECKING:
     from core.kb.base import KnowledgeBase
-    from core.kb.ingest import IngestReport
+    from core.kb.index.ingest import IngestReport
     from core.settings import Settings
 
 __all__ = ["ingest_realistic", "realistic_dir", "realistic_files"]
@@ -43,7 +43,7 @@ def ingest_realistic(base: KnowledgeBase, kb: str = "user") -> list[IngestReport
 
     As an upload is: bounded parsing, and each document's source is its file name, not the generated path.
     """
-    from core.kb.ingest import IngestReport
+    from core.kb.index.ingest import IngestReport
     from core.kb.spaces import DocumentSpaces
 
     spaces = DocumentSpaces(base)

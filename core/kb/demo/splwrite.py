@@ -26,7 +26,7 @@ import uuid
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-from core.kb.loinc import SECTION_NAMES
+from core.kb.parse.loinc import SECTION_NAMES
 
 __all__ = ["spl_from_source", "write_labels"]
 

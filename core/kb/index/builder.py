@@ -8,7 +8,7 @@ Layout under ``<index_dir>``::
         vectors.f32      raw float32 vectors, row = chunk position (re-used by incremental updates)
         dense.faiss      FAISS inner-product index (flat, or IVF-Flat above kb.ivf_min_chunks)
         bm25/            bm25s index over the same positions
-        docstore.sqlite  chunk text and metadata (see core.kb.docstore)
+        docstore.sqlite  chunk text and metadata (see core.kb.index.docstore)
 
 A build writes a hidden temporary folder, renames it into place and only then
 repoints the symlink, so readers see the old version or the new one, never a
@@ -35,8 +35,8 @@ import numpy as np
 
 from core.config.kb import KBSettings
 from core.errors import IndexStateError, disk_full_as_error
-from core.kb.docstore import DocStoreWriter, DocSummary
-from core.kb.lexical import Bm25
+from core.kb.index.docstore import DocStoreWriter, DocSummary
+from core.kb.index.lexical import Bm25
 from core.kb.types import Chunk
 
 __all__ = [

@@ -19,13 +19,14 @@ from tqdm import tqdm
 from core.config.kb import KBSettings
 from core.embed import Embedder
 from core.errors import DocumentError, IndexStateError
-from core.kb.guidelines import GUIDELINE_SUFFIXES, parse_guideline
-from core.kb.index import IndexBuilder, kb_link, kb_lock
-from core.kb.reader import open_index
-from core.kb.sandbox import parse_isolated
-from core.kb.sources import SourceItem, iter_sources
-from core.kb.spl import parse_spl
-from core.kb.tokens import TokenCounter
+from core.kb.index.builder import IndexBuilder, kb_link, kb_lock
+from core.kb.index.reader import open_index
+from core.kb.parse.guidelines import parse_guideline
+from core.kb.parse.registry import GUIDELINE_SUFFIXES
+from core.kb.parse.sandbox import parse_isolated
+from core.kb.parse.sources import SourceItem, iter_sources
+from core.kb.parse.spl import parse_spl
+from core.kb.parse.tokens import TokenCounter
 from core.kb.types import Document, FileError
 
 __all__ = ["PARSER_VERSION", "SPEC_KEYS", "IngestReport", "apply_update", "index_spec", "parse_files"]

@@ -10,9 +10,9 @@ import numpy as np
 
 from core.config.kb import KBSettings
 from core.errors import IndexStateError
-from core.kb.docstore import DocStore
-from core.kb.index import file_sha256, kb_link, read_manifest
-from core.kb.lexical import Bm25
+from core.kb.index.builder import file_sha256, kb_link, read_manifest
+from core.kb.index.docstore import DocStore
+from core.kb.index.lexical import Bm25
 
 __all__ = ["KBIndex", "open_index"]
 

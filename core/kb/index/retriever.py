@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 
 from core.embed import Embedder, make_embedder
 from core.errors import IndexStateError, InvalidInputError
-from core.kb.fusion import rrf
-from core.kb.index import kb_link
-from core.kb.reader import KBIndex, open_index
+from core.kb.index.builder import kb_link
+from core.kb.index.fusion import rrf
+from core.kb.index.reader import KBIndex, open_index
 from core.kb.types import KB_NAMES, Hit, SearchMode, is_kb_name
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """Token-window chunking that never cuts a word, and paragraph packing for label sections.
 
-Pure functions over a :class:`~core.kb.tokens.TokenCounter`: they are tested
+Pure functions over a :class:`~core.kb.parse.tokens.TokenCounter`: they are tested
 with the real tokenizers and with hypothesis.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from core.kb.tokens import TokenCounter
+from core.kb.parse.tokens import TokenCounter
 
 __all__ = ["Window", "pack_paragraphs", "window_words"]
 

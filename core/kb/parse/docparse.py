@@ -13,10 +13,11 @@ from typing import Any
 
 from core.config.kb import KBSettings
 from core.errors import DocumentError
-from core.kb.guidelines import Block, DocInfo
-from core.kb.htmlwalk import load_front_matter, walk_html
+from core.kb.parse.blocks import Block, DocInfo, Headings
+from core.kb.parse.htmlwalk import load_front_matter, walk_html
+from core.kb.parse.pdfparse import pdf_blocks
 
-__all__ = ["Headings", "parse_html", "parse_markdown", "parse_pdf", "year_of"]
+__all__ = ["parse_html", "parse_markdown", "parse_pdf", "year_of"]
 
 _FRONT = re.compile(r"\A---\s*\n(.*?)\n---\s*(\n|\Z)", re.DOTALL)
 
@@ -34,23 +35,6 @@ def _decode(data: bytes, source: str) -> str:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise DocumentError(f"{source}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
-
-
-class Headings:
-    """The current heading path; a heading of level n replaces levels >= n."""
-
-    def __init__(self) -> None:
-        self._stack: list[tuple[int, str]] = []
-
-    def push(self, level: int, title: str) -> None:
-        """Enter a heading of ``level``: headings at that level or deeper are closed."""
-        self._stack = [(lv, t) for lv, t in self._stack if lv < level]
-        self._stack.append((level, title))
-
-    @property
-    def path(self) -> tuple[str, ...]:
-        """The open headings, outermost first."""
-        return tuple(t for _, t in self._stack)
 
 
 def _clean(text: str) -> str:
@@ -106,7 +90,7 @@ def parse_markdown(data: bytes, source: str, settings: KBSettings) -> tuple[list
 def parse_html(data: bytes, source: str, settings: KBSettings) -> tuple[list[Block], DocInfo]:
     """HTML: headings h1-h6 give the path; paragraphs, list items, table rows and pre blocks give text.
 
-    Walked in one linear pass (:func:`core.kb.htmlwalk.walk_html`), whatever the nesting depth.
+    Walked in one linear pass (:func:`core.kb.parse.htmlwalk.walk_html`), whatever the nesting depth.
     """
     doc = walk_html(_decode(data, source))
 
@@ -149,11 +133,9 @@ def _outline(reader: Any) -> list[tuple[int, int, str]]:
 
 
 def parse_pdf(data: bytes, source: str, settings: KBSettings) -> tuple[list[Block], DocInfo]:
-    """PDF via pypdf: structure from the outline or fonts (:mod:`core.kb.pdfparse`); every block keeps its page."""
+    """PDF via pypdf: structure from the outline or fonts (:mod:`core.kb.parse.pdfparse`); every block keeps its page."""
     from pypdf import PdfReader
     from pypdf.errors import PyPdfError
-
-    from core.kb.pdfparse import pdf_blocks
 
     try:
         reader = PdfReader(io.BytesIO(data), strict=False)

@@ -12,40 +12,17 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import PurePath
 
 from core.config.kb import KBSettings
 from core.errors import DocumentError
-from core.kb.chunking import window_words
-from core.kb.tokens import TokenCounter
+from core.kb.parse.blocks import Block, DocInfo
+from core.kb.parse.chunking import window_words
+from core.kb.parse.registry import reader_for
+from core.kb.parse.tokens import TokenCounter
 from core.kb.types import Chunk, Document
 
-__all__ = ["GUIDELINE_SUFFIXES", "Block", "DocInfo", "chunk_blocks", "doc_id_for", "parse_guideline"]
-
-GUIDELINE_SUFFIXES = (".md", ".markdown", ".html", ".htm", ".pdf")
-
-
-@dataclass(frozen=True)
-class Block:
-    """A run of text under one section path; ``page`` is 1-based for PDFs; ``row``: one table row."""
-
-    path: tuple[str, ...]
-    text: str
-    page: int | None = None
-    row: bool = False
-
-
-@dataclass
-class DocInfo:
-    """Document-level metadata from front matter, HTML meta tags or PDF info."""
-
-    title: str = ""
-    organisation: str | None = None
-    year: int | None = None
-    source: str | None = None
-
+__all__ = ["chunk_blocks", "doc_id_for", "parse_guideline"]
 
 def doc_id_for(source: str, data: bytes) -> str:
     """A stable, readable document id: the file stem plus a short content hash."""
@@ -101,22 +78,9 @@ def _join(words: list[tuple[str, int | None, bool]]) -> str:
     return "".join(out)
 
 
-def _parser_for(source: str) -> Callable[[bytes, str, KBSettings], tuple[list[Block], DocInfo]]:
-    from core.kb import docparse
-
-    suffix = PurePath(source).suffix.lower()
-    if suffix in (".md", ".markdown"):
-        return docparse.parse_markdown
-    if suffix in (".html", ".htm"):
-        return docparse.parse_html
-    if suffix == ".pdf":
-        return docparse.parse_pdf
-    raise DocumentError(f"{source}: unsupported guideline file type {suffix or '(none)'!r}; use .md, .html or .pdf")
-
-
 def parse_guideline(data: bytes, source: str, kb: str, settings: KBSettings, counter: TokenCounter) -> Document:
     """Parse one guideline file into a :class:`Document`; raises :class:`DocumentError` when unusable."""
-    parser = _parser_for(source)
+    parser = reader_for(source)
     limit = int(settings.max_file_mb * 1024 * 1024)
     if len(data) > limit:
         raise DocumentError(f"{source}: {len(data)} bytes is over the {limit}-byte limit")

@@ -29,7 +29,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from core.kb.guidelines import Block, DocInfo
+from core.kb.parse.blocks import Block, DocInfo, Headings
 
 __all__ = ["Line", "pdf_blocks", "read_lines"]
 
@@ -143,8 +143,6 @@ def pdf_blocks(
     reader: Any, outline: list[tuple[int, int, str]], meta_title: str, share: float
 ) -> tuple[list[Block], DocInfo]:
     """Blocks under their heading paths, and the title (see the module docstring)."""
-    from core.kb.docparse import Headings
-
     pages, heights = read_lines(reader)
     drop = _furniture(pages, heights, share)
     toc = _toc_pages(pages, drop)

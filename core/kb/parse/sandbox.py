@@ -29,8 +29,8 @@ from typing import Any
 
 from core.config.kb import KBSettings
 from core.errors import DocumentError
-from core.kb.sources import SourceItem
-from core.kb.tokens import TokenCounter
+from core.kb.parse.sources import SourceItem
+from core.kb.parse.tokens import TokenCounter
 from core.kb.types import Document
 
 __all__ = ["parse_isolated"]

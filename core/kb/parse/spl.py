@@ -1,7 +1,7 @@
 """FDA Structured Product Labels (HL7 v3 SPL XML) -> one document with section chunks.
 
 Sections are the top-level ``structuredBody`` sections, identified by LOINC
-code with the title as fallback (:mod:`core.kb.loinc`). Subsections stay in
+code with the title as fallback (:mod:`core.kb.parse.loinc`). Subsections stay in
 their parent's chunk, their titles kept as paragraphs. A section longer than
 ``settings.kb.spl_section_tokens`` is split at paragraph boundaries inside the
 section only. Highlights excerpts (duplicates of the full text) are skipped.
@@ -17,12 +17,12 @@ from lxml import etree
 
 from core.config.kb import KBSettings
 from core.errors import DocumentError
-from core.kb.chunking import pack_paragraphs
-from core.kb.loinc import SECTION_NAMES, classify_section
-from core.kb.names import name_variants, synonyms
-from core.kb.tokens import TokenCounter
+from core.kb.parse.chunking import pack_paragraphs
+from core.kb.parse.loinc import SECTION_NAMES, classify_section
+from core.kb.parse.names import name_variants, synonyms
+from core.kb.parse.tokens import TokenCounter
+from core.kb.parse.xmlsafe import parse_untrusted_xml
 from core.kb.types import Chunk, Document
-from core.kb.xmlsafe import parse_untrusted_xml
 
 __all__ = ["HL7", "parse_spl"]
 
