@@ -34,15 +34,16 @@ _DRUG_TASK = [
     "how supplied", "storage", "qt", "monitoring", "label", "take with food",
 ]  # fmt: skip
 _GUIDE_TASK = [
-    "diagnose", "diagnosis", "diagnosed", "diagnostic", "test", "tests", "testing", "screen", "screening",
-    "regimen", "regimens", "treat", "treatment", "therapy", "manage", "management", "guideline", "guidelines",
+    "diagnose", "diagnosis", "diagnosed", "diagnosing", "diagnostic", "test", "tests", "testing", "screen",
+    "screening", "regimen", "regimens", "treat", "treatment", "therapy", "manage", "management", "guideline", "guidelines",
     "recommend", "recommended", "recommendation", "empiric", "outpatient", "inpatient", "icu", "severity",
     "admission", "admit", "duration", "how long", "prevent", "prevention", "culture", "radiograph", "x-ray",
     "who should", "first-line", "second-line", "criteria", "antibiotic", "antibiotics", "procalcitonin",
     "detect", "confirm", "rule out", "ruled out", "eligible", "interpret", "specimen",
 ]  # fmt: skip
 _DIAG_INTENT = [
-    "diagnose", "diagnosis", "diagnosed", "diagnostic", "test", "tests", "testing", "detect", "detection",
+    "diagnose", "diagnosis", "diagnosed", "diagnosing", "diagnostic", "test", "tests", "testing", "detect",
+    "detection",
     "confirm", "screen", "workup", "work-up", "rule out", "ruled out", "specimen", "identify the cause",
 ]  # fmt: skip
 _DIAG_EVIDENCE = [
@@ -317,6 +318,10 @@ class GuidelineQASettings(BaseModel):
     population_weight: float = Field(
         0.5, ge=0, description="Extractive: added to a sentence that names (itself or in its section heading) a "
         "patient group the question names, so \"for children\" quotes the pediatric line before the adult one.",
+    )
+    population_evidence_weight: float = Field(
+        0.1, ge=0, description="Choosing the evidence chunks: added to the rank score of a chunk whose section heading "
+        "names a patient group the question names (\"Urine LF-LAM in People Living with HIV\" for a question on HIV).",
     )
     focus_prefix: int = Field(
         5, ge=3, description="Characters of a word compared when checking a sentence mentions the question's focus."

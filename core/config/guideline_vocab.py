@@ -85,6 +85,13 @@ SLOT_PATTERNS: dict[str, list[str]] = {
     "dose": [r"\bdos(e|age)\b", r"\bhow much\b", r"\bmg\b"],
     "duration": [r"\bhow long\b", r"\bduration\b", r"\bhow many (days|weeks|months)\b", r"\bfor how many\b"],
     "regimen": [r"\bregimens?\b", r"\bwhich (drugs|antibiotics|medicines)\b", r"\bwhat (drugs|antibiotics)\b"],
+    # How a disease passes between people ("How is TB transmitted?", "Can latent TB spread?", "Is it contagious?").
+    "transmission": [r"\bspread", r"\btransmi(t|ss)", r"\bcontagious", r"\bcatch(es|ing)?\b",
+                     r"\bpass(ed|es)? (it |tb |tuberculosis )?on\b"],
+    # How something is tested or diagnosed: answered by a sentence naming a test (ranked first, others kept).
+    "test": [r"\bhow (is|are|do|does|can|should|would) .{0,60}\b(test(ed)?|diagnos\w*|detect(ed)?|confirm(ed)?"
+             r"|screen(ed)?|ruled? out|identif(y|ied))\b",
+             r"\b(what|which) (tests?|investigations?|diagnostic)\b"],
 }
 # Yes/no questions start with one of these words.
 YES_NO_STARTS: list[str] = ["is", "are", "does", "do", "can", "could", "should", "must", "may", "will", "has", "have"]

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 
 from core.config.guideline import GuidelineQASettings
 from core.guideline.calibration import confidence, model_confidence, retrieval_features
+from core.guideline.compose import asked_populations
 from core.guideline.constraints import (
     Candidate,
     boost_and_fuse,
@@ -134,9 +135,13 @@ def constrained_retrieval(
     if not merged:
         stage = "confidence" if all("confidence" in r for r in reasons) else "retrieval"
         return RetrievalOutcome([], stage, "; ".join(reasons) or "nothing retrieved")
+    groups = asked_populations(question, cfg)
+
     def order(c: Candidate) -> float:
         heading = " ".join((c.hit.section_title, *c.hit.section_path))
-        return c.rank_score + cfg.focus_weight * focus_coverage(f"{heading}\n{c.hit.text}", focus, cfg)
+        group = any(g.search(heading) for g in groups)  # a section written for the asked patient group
+        return (c.rank_score + cfg.focus_weight * focus_coverage(f"{heading}\n{c.hit.text}", focus, cfg)
+                + cfg.population_evidence_weight * group)  # fmt: skip
 
     merged.sort(key=order, reverse=True)
     markers = section_markers(expand_query(question, cfg), cfg)

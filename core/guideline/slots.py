@@ -1,7 +1,8 @@
 """Answers that answer: the question's slot and focus, and which evidence sentences fill them (pure).
 
 A question asks for a *slot* (``dose``, ``duration``, ``regimen``,
-``contraindication``, ``boxed_warning``; see ``guideline.slot_patterns``) about a
+``contraindication``, ``boxed_warning``, ``transmission``, ``test``; see
+``guideline.slot_patterns``) about a
 *focus* (its key words minus filler, drug names and the slot's own words). An
 evidence sentence answers only when it
 
@@ -10,7 +11,10 @@ evidence sentence answers only when it
 * fills the slot: a dose has an amount with a unit (and sentences naming a
   population rank first); a duration names a time span; a regimen names a drug
   or a regimen code; a contraindication or boxed warning comes from that label
-  section (or, in a guideline, says "contraindicated", "avoid", "should not").
+  section (or, in a guideline, says "contraindicated", "avoid", "should not");
+  a transmission sentence says how the disease passes (transmitted, spread,
+  airborne, person to person); a test sentence that names a test (TST, IGRA,
+  culture, Xpert, LF-LAM) ranks first, other sentences stay.
 
 Everything else is off-slot and dropped. Yes/no questions get ``Yes`` or ``No``
 from the polarity of the best sentence against the question's.
@@ -34,6 +38,7 @@ __all__ = [
     "focus_prefixes",
     "mentions_focus",
     "question_slot",
+    "word_prefix",
     "yes_no",
 ]
 
@@ -48,6 +53,13 @@ _POPULATION = re.compile(
 _SPAN = re.compile(r"\b(\d+[\d.,–-]*\s*(days?|weeks?|months?|years?|hours?|doses)|one|two|three|four|six|nine|"
                    r"twelve)\b|\b(days?|weeks?|months?)\b", re.I)  # fmt: skip
 _REGIMEN_CODE = re.compile(r"\b\d*(?:[HRZEPMLS]{2,}|BPaLM?|Lfx|Mfx)\b")
+_TRANSMISSION = re.compile(r"transmi(t|ss)|\bspread|airborne|droplet|person to person|contagious|\binfectious\b"
+                           r"|\bcough(s|ing)?\b.{0,40}\b(air|others)\b", re.I)
+# A named test: the words a diagnosis sentence uses for one (a "how is X tested?" answer names a test).
+_NAMED_TEST = re.compile(r"\b(tuberculin|tst|igras?|interferon-gamma|quantiferon|t-spot|tbst|culture|cultures|smear|"
+                         r"microscopy|naat|xpert|pcr|lf-lam|lipoarabinomannan|line probe|lpa|radiograph\w*|x-ray|"
+                         r"computed tomography|ct scan|urinary antigen|procalcitonin|gram stain|assays?|dst|"
+                         r"susceptibility testing|sputum)\b", re.I)  # fmt: skip
 _CAUTION = re.compile(r"contraindicat|\bavoid|\bshould not\b|\bmust not\b|\bnot (?:be )?(?:used|given|recommended)", re.I)
 
 
@@ -90,14 +102,26 @@ def focus_prefixes(
     kept = {t for t in key_tokens(question, cfg.stopwords)
             if t not in drop and not t.isdigit() and not any(t.startswith(k) for k in label_keys)}  # fmt: skip
     tokens = kept | {p for t in kept if "-" in t for p in t.split("-") if len(p) > 1 and p not in drop}
-    focus = {t[:n] for t in tokens}
+    focus = {word_prefix(t, n) for t in tokens}
     if not with_concepts:
         return frozenset(focus)
     for concept, variants in cfg.concepts.items():
         names = [concept, *variants]
-        if any({t[:n] for t in _tokens(v, cfg)} <= focus for v in names if _tokens(v, cfg)):
-            focus |= {t[:n] for v in names for t in _tokens(v, cfg) if t not in drop}
+        if any({word_prefix(t, n) for t in _tokens(v, cfg)} <= focus for v in names if _tokens(v, cfg)):
+            focus |= {word_prefix(t, n) for v in names for t in _tokens(v, cfg) if t not in drop}
     return frozenset(focus)
+
+
+def word_prefix(token: str, n: int) -> str:
+    """The first ``n`` letters of ``token`` after a verb ending (``-ed``, ``-ing``) is cut from a long enough word.
+
+    "tested" and "testing" compare as ``test`` with "test" and "tests" (a plain
+    5-letter prefix made "teste" of "tested" and missed every sentence about tests).
+    """
+    for end in ("ing", "ed"):
+        if token.endswith(end) and len(token) - len(end) >= 4:
+            return token[: -len(end)][:n]
+    return token[:n]
 
 
 def _tokens(text: str, cfg: GuidelineQASettings) -> set[str]:
@@ -107,7 +131,7 @@ def _tokens(text: str, cfg: GuidelineQASettings) -> set[str]:
 
 
 def _prefixes(text: str, cfg: GuidelineQASettings) -> set[str]:
-    return {t[: cfg.focus_prefix] for t in _tokens(text, cfg)}
+    return {word_prefix(t, cfg.focus_prefix) for t in _tokens(text, cfg)}
 
 
 def focus_coverage(text: str, focus: frozenset[str], cfg: GuidelineQASettings) -> float:
@@ -116,10 +140,10 @@ def focus_coverage(text: str, focus: frozenset[str], cfg: GuidelineQASettings) -
 
 
 def mentions_focus(sentence: str, hit: Hit, focus: frozenset[str], cfg: GuidelineQASettings) -> bool:
-    """Whether the sentence or its chunk's headings mention a focus word (always true without a focus)."""
+    """Whether the sentence, its section headings or its document title mention a focus word (true without a focus)."""
     if not focus:
         return True
-    heading = " ".join((hit.section_title, *hit.section_path))
+    heading = " ".join((hit.title, hit.section_title, *hit.section_path))
     return bool(focus & _prefixes(f"{sentence} {heading}", cfg))
 
 
@@ -137,6 +161,10 @@ def fills_slot(sentence: str, hit: Hit, slot: str | None, drug_names: Collection
         return 2 if _POPULATION.search(sentence) else 1
     if slot == "duration":
         return 2 if _SPAN.search(sentence) else 0
+    if slot == "transmission":
+        return 2 if _TRANSMISSION.search(sentence) else 0
+    if slot == "test":
+        return 2 if _NAMED_TEST.search(sentence) else 1
     if slot == "regimen":
         drug = bool(_REGIMEN_CODE.search(sentence) or find_phrases(sentence, drug_names))
         span = bool(_SPAN.search(sentence))

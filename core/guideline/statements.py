@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from core.config.guideline import GuidelineQASettings
 from core.guideline.catalog import Catalog
-from core.guideline.slots import LABEL_SLOT_SECTIONS, Slot, yes_no
+from core.guideline.slots import LABEL_SLOT_SECTIONS, Slot, word_prefix, yes_no
 from core.guideline.text import key_tokens
 from core.kb.types import Hit
 
@@ -63,7 +63,7 @@ def yes_no_statement(
     if slot.name == "boxed_warning":  # "Does X have a boxed warning?": the section was found, so yes
         return Statement("Yes.", "yes")
     if slot.terms:
-        covered = {t[: cfg.focus_prefix] for t in key_tokens(best_bullet, cfg.stopwords)} & slot.focus
+        covered = {word_prefix(t, cfg.focus_prefix) for t in key_tokens(best_bullet, cfg.stopwords)} & slot.focus
         if len(covered) / len(slot.terms) < cfg.yes_no_min_coverage:
             return None
     answer = yes_no(question, best_bullet, cfg, negated=section_code == LABEL_SLOT_SECTIONS["contraindication"])
