@@ -1,9 +1,11 @@
 """The language-model protocol and its typed results.
 
 Every backend (``llamacpp``, ``groq``, ``openai``, ``transformers``) satisfies
-:class:`LLM`. ``max_tokens`` and ``temperature`` left as ``None`` take the
-values from :class:`core.config.llm.LLMSettings`, so no number is defaulted
-twice. Failures raise the :mod:`core.errors` tree:
+:class:`LLM`. A request's generation parameters travel as one :class:`GenParams`
+(or as its fields given as keywords: ``llm.chat(messages, max_tokens=8)``);
+``max_tokens``, ``temperature`` and ``seed`` left as ``None`` take the values
+from :class:`core.config.llm.LLMSettings`, so no number is defaulted twice.
+Failures raise the :mod:`core.errors` tree:
 
     BackendError          5xx, malformed JSON, a stream cut midway, a model that will not load
     ├── BackendTimeoutError   past the call's budget (:mod:`core.llm.budget`), or certain to be
@@ -16,10 +18,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import Protocol, TypedDict, runtime_checkable
+from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack, runtime_checkable
 
-__all__ = ["LLM", "Completion", "Message", "TokenLogprobs", "truncate_at_stop"]
+if TYPE_CHECKING:
+    from core.config.llm import LLMSettings
+
+__all__ = ["LLM", "Completion", "GenOptions", "GenParams", "Message", "TokenLogprobs", "truncate_at_stop"]
 
 
 class Message(TypedDict):
@@ -27,6 +32,51 @@ class Message(TypedDict):
 
     role: str
     content: str
+
+
+class GenOptions(TypedDict, total=False):
+    """The fields of :class:`GenParams` as keyword arguments of :meth:`LLM.chat`, ``complete`` and ``stream``."""
+
+    max_tokens: int | None
+    temperature: float | None
+    stop: Sequence[str] | None
+    logprobs: int | None
+    seed: int | None
+
+
+@dataclass(frozen=True)
+class GenParams:
+    """What one generation request asks for, beside its prompt.
+
+    ``None`` in ``max_tokens``, ``temperature`` or ``seed`` means the value in
+    ``LLMSettings`` (:meth:`resolved` fills them in). ``logprobs=k`` asks for the
+    top-k alternatives of every token (``chat`` and ``complete``; a stream has none).
+    A ``seed`` left as ``None`` is not sent to a remote server.
+    """
+
+    max_tokens: int | None = None
+    temperature: float | None = None
+    stop: tuple[str, ...] = ()
+    logprobs: int | None = None
+    seed: int | None = None
+
+    @classmethod
+    def of(cls, params: GenParams | None = None, **options: Unpack[GenOptions]) -> GenParams:
+        """``params`` (or the defaults) with the keyword ``options`` laid over it."""
+        base = params if params is not None else cls()
+        if not options:
+            return base
+        merged: dict[str, Any] = asdict(base) | dict(options)
+        merged["stop"] = tuple(merged["stop"] or ())
+        return cls(**merged)
+
+    def resolved(self, settings: LLMSettings) -> GenParams:
+        """These parameters with ``max_tokens`` and ``temperature`` taken from ``settings`` where unset."""
+        return replace(
+            self,
+            max_tokens=settings.max_tokens if self.max_tokens is None else self.max_tokens,
+            temperature=settings.temperature if self.temperature is None else self.temperature,
+        )
 
 
 @dataclass(frozen=True)
@@ -70,37 +120,18 @@ class LLM(Protocol):
     model: str
 
     def chat(
-        self,
-        messages: Sequence[Message],
-        *,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-        stop: Sequence[str] | None = None,
-        logprobs: int | None = None,
+        self, messages: Sequence[Message], params: GenParams | None = None, **options: Unpack[GenOptions]
     ) -> Completion:
         """Answer a conversation; ``logprobs=k`` asks for the top-k alternatives of every token."""
         ...
 
     def stream(
-        self,
-        messages: Sequence[Message],
-        *,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-        stop: Sequence[str] | None = None,
+        self, messages: Sequence[Message], params: GenParams | None = None, **options: Unpack[GenOptions]
     ) -> Iterator[str]:
         """Answer a conversation, yielding text deltas as they arrive."""
         ...
 
-    def complete(
-        self,
-        prompt: str,
-        *,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-        stop: Sequence[str] | None = None,
-        logprobs: int | None = None,
-    ) -> Completion:
+    def complete(self, prompt: str, params: GenParams | None = None, **options: Unpack[GenOptions]) -> Completion:
         """Continue a raw prompt (no chat template added by us)."""
         ...
 

@@ -23,9 +23,10 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Unpack
 
 from core.errors import BackendCancelledError, BackendTimeoutError
+from core.llm.base import GenOptions, GenParams
 
 if TYPE_CHECKING:
     from core.llm.base import LLM, Completion, Message
@@ -134,17 +135,21 @@ class _Bound:
         self._llm, self._token = llm, token
         self.backend, self.model = llm.backend, llm.model
 
-    def chat(self, messages: Sequence[Message], **kw: Any) -> Completion:
+    def chat(
+        self, messages: Sequence[Message], params: GenParams | None = None, **options: Unpack[GenOptions]
+    ) -> Completion:
         with self._token.active():
-            return self._llm.chat(messages, **kw)
+            return self._llm.chat(messages, GenParams.of(params, **options))
 
-    def complete(self, prompt: str, **kw: Any) -> Completion:
+    def complete(self, prompt: str, params: GenParams | None = None, **options: Unpack[GenOptions]) -> Completion:
         with self._token.active():
-            return self._llm.complete(prompt, **kw)
+            return self._llm.complete(prompt, GenParams.of(params, **options))
 
-    def stream(self, messages: Sequence[Message], **kw: Any) -> Iterator[str]:
+    def stream(
+        self, messages: Sequence[Message], params: GenParams | None = None, **options: Unpack[GenOptions]
+    ) -> Iterator[str]:
         with self._token.active():
-            stream = self._llm.stream(messages, **kw)
+            stream = self._llm.stream(messages, GenParams.of(params, **options))
             try:
                 for delta in stream:
                     yield delta

@@ -10,11 +10,10 @@ user message; Groq may also ignore ``logprobs``, in which case
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Unpack
 
 from core.errors import BackendAuthError, ConfigError
-from core.llm.base import Completion
+from core.llm.base import Completion, GenOptions, GenParams
 from core.llm.remote import OpenAIWireLLM
 from core.privacy.egress import Egress
 
@@ -43,20 +42,6 @@ class GroqLLM(OpenAIWireLLM):
         client = groq.Groq(api_key=key, base_url=settings.groq.base_url, timeout=settings.timeout_s, max_retries=0)
         super().__init__(client, groq, settings.groq.model, settings, egress)
 
-    def complete(
-        self,
-        prompt: str,
-        *,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-        stop: Sequence[str] | None = None,
-        logprobs: int | None = None,
-    ) -> Completion:
+    def complete(self, prompt: str, params: GenParams | None = None, **options: Unpack[GenOptions]) -> Completion:
         """Send ``prompt`` as a single user message (Groq serves chat only)."""
-        return self.chat(
-            [{"role": "user", "content": prompt}],
-            max_tokens=max_tokens,
-            temperature=temperature,
-            stop=stop,
-            logprobs=logprobs,
-        )
+        return self.chat([{"role": "user", "content": prompt}], GenParams.of(params, **options))

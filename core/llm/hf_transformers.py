@@ -13,10 +13,10 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from core.errors import BackendCancelledError, BackendError, BackendTimeoutError, ConfigError
-from core.llm.base import Completion, Message, TokenLogprobs, truncate_at_stop
+from core.llm.base import Completion, GenOptions, GenParams, Message, TokenLogprobs, truncate_at_stop
 from core.llm.budget import CancelToken, current_token
 
 if TYPE_CHECKING:
@@ -73,22 +73,23 @@ class TransformersLLM:
             ids = self._torch.cat([self._torch.tensor([[bos]]), ids], dim=1)
         return ids
 
-    def _generate_kwargs(self, ids: Any, max_tokens: int | None, temperature: float | None) -> dict[str, Any]:
+    def _generate_kwargs(self, ids: Any, gen: GenParams) -> dict[str, Any]:
         s = self.settings
-        temp = s.temperature if temperature is None else temperature
+        gen = gen.resolved(s)
+        temp = gen.temperature or 0.0
         tok = self.tokenizer
         pad = tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0)
         kwargs: dict[str, Any] = {
             "input_ids": ids,
             "attention_mask": self._torch.ones_like(ids),
-            "max_new_tokens": s.max_tokens if max_tokens is None else max_tokens,
+            "max_new_tokens": gen.max_tokens,
             "do_sample": temp > 0,
             "pad_token_id": pad,
             "max_time": _time_left(s.timeout_s),
         }
         if temp > 0:
             kwargs["temperature"] = temp
-            self._torch.manual_seed(s.seed)
+            self._torch.manual_seed(s.seed if gen.seed is None else gen.seed)
         return kwargs
 
     def _top(self, logits: Any, chosen: int, k: int) -> TokenLogprobs:
@@ -99,16 +100,15 @@ class TransformersLLM:
             top.setdefault(str(self.tokenizer.decode([index])), float(value))
         return TokenLogprobs(str(self.tokenizer.decode([chosen])), float(logp[chosen]), top)
 
-    def _run(
-        self, prompt: str, max_tokens: int | None, temperature: float | None, stop: Sequence[str] | None, k: int | None
-    ) -> Completion:
+    def _run(self, prompt: str, gen: GenParams) -> Completion:
         from transformers import StoppingCriteriaList
 
         token = current_token()
         if token is not None and token.cancelled:
             raise BackendCancelledError("cancelled before the model started")
         ids = self._encode(prompt)
-        kwargs = self._generate_kwargs(ids, max_tokens, temperature)
+        k = gen.logprobs
+        kwargs = self._generate_kwargs(ids, gen)
         kwargs["stopping_criteria"] = StoppingCriteriaList([_token_stop(self._torch, token, None)])
         started = time.monotonic()
         with self._torch.no_grad():
@@ -123,7 +123,7 @@ class TransformersLLM:
             and (time.monotonic() - started >= kwargs["max_time"] or (token is not None and token.expired()))
         ):
             raise BackendTimeoutError(f"transformers did not finish within its budget of {kwargs['max_time']:.0f} s")
-        text, stopped = truncate_at_stop(str(self.tokenizer.decode(new, skip_special_tokens=True)), stop)
+        text, stopped = truncate_at_stop(str(self.tokenizer.decode(new, skip_special_tokens=True)), gen.stop)
         tokens = [self._top(step[0], chosen, k) for step, chosen in zip(out.logits, new, strict=True)] if k else []
         finished = stopped or (bool(new) and new[-1] == eos)
         return Completion(
@@ -137,36 +137,17 @@ class TransformersLLM:
         )
 
     def chat(
-        self,
-        messages: Sequence[Message],
-        *,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-        stop: Sequence[str] | None = None,
-        logprobs: int | None = None,
+        self, messages: Sequence[Message], params: GenParams | None = None, **options: Unpack[GenOptions]
     ) -> Completion:
         """Answer a conversation through the chat template."""
-        return self._run(self._chat_prompt(messages), max_tokens, temperature, stop, logprobs)
+        return self._run(self._chat_prompt(messages), GenParams.of(params, **options))
 
-    def complete(
-        self,
-        prompt: str,
-        *,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-        stop: Sequence[str] | None = None,
-        logprobs: int | None = None,
-    ) -> Completion:
+    def complete(self, prompt: str, params: GenParams | None = None, **options: Unpack[GenOptions]) -> Completion:
         """Continue ``prompt`` verbatim (only a BOS token is added when the model has one)."""
-        return self._run(prompt, max_tokens, temperature, stop, logprobs)
+        return self._run(prompt, GenParams.of(params, **options))
 
     def stream(
-        self,
-        messages: Sequence[Message],
-        *,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-        stop: Sequence[str] | None = None,
+        self, messages: Sequence[Message], params: GenParams | None = None, **options: Unpack[GenOptions]
     ) -> Iterator[str]:
         """Yield text deltas from a ``TextIteratorStreamer``; closing early stops generation."""
         from transformers import StoppingCriteriaList, TextIteratorStreamer
@@ -176,7 +157,8 @@ class TransformersLLM:
         streamer = TextIteratorStreamer(
             self.tokenizer, skip_prompt=True, skip_special_tokens=True, timeout=self.settings.timeout_s
         )
-        kwargs = self._generate_kwargs(self._encode(self._chat_prompt(messages)), max_tokens, temperature)
+        gen = GenParams.of(params, **options)
+        kwargs = self._generate_kwargs(self._encode(self._chat_prompt(messages)), gen)
         stop_rule = _token_stop(self._torch, token, cancelled)
         kwargs |= {"streamer": streamer, "stopping_criteria": StoppingCriteriaList([stop_rule])}
         thread = threading.Thread(target=self.lm.generate, kwargs=kwargs, name="hf-stream", daemon=True)
@@ -186,7 +168,7 @@ class TransformersLLM:
         stopped = False
         try:
             for piece in streamer:
-                text, stopped = truncate_at_stop(text + piece, stop)
+                text, stopped = truncate_at_stop(text + piece, gen.stop)
                 if len(text) > len(emitted):
                     yield text[len(emitted) :]
                     emitted = text

@@ -34,11 +34,11 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from core.embed.base import free_cores
 from core.errors import BackendCancelledError, BackendError, BackendTimeoutError, ConfigError
-from core.llm.base import Completion, Message, TokenLogprobs
+from core.llm.base import Completion, GenOptions, GenParams, Message, TokenLogprobs
 from core.llm.budget import CHARS_PER_TOKEN, current_token, speed_meter
 from core.llm.wire import delta_from_chunk, tokens_from_logprobs
 
@@ -141,18 +141,18 @@ class LlamaCppLLM:
             )
         self._last_prompt = text
 
-    def _request(self, max_tokens: int | None, temperature: float | None, stop: Sequence[str] | None) -> dict[str, Any]:
-        s = self.settings
+    def _request(self, gen: GenParams) -> dict[str, Any]:
+        gen = gen.resolved(self.settings)
         request: dict[str, Any] = {
-            "max_tokens": s.max_tokens if max_tokens is None else max_tokens,
-            "temperature": s.temperature if temperature is None else temperature,
-            "seed": s.seed,
+            "max_tokens": gen.max_tokens,
+            "temperature": gen.temperature,
+            "seed": self.settings.seed if gen.seed is None else gen.seed,
             "stream": True,
             "stream_options": {"include_usage": True},
             "cache_prompt": True,
         }
-        if stop:
-            request["stop"] = list(stop)
+        if gen.stop:
+            request["stop"] = list(gen.stop)
         return request
 
     def _run(self, chat: bool, request: dict[str, Any], on_chunk: Callable[[dict[str, Any]], bool]) -> None:
@@ -245,45 +245,28 @@ class LlamaCppLLM:
         )
 
     def chat(
-        self,
-        messages: Sequence[Message],
-        *,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-        stop: Sequence[str] | None = None,
-        logprobs: int | None = None,
+        self, messages: Sequence[Message], params: GenParams | None = None, **options: Unpack[GenOptions]
     ) -> Completion:
         """Answer a conversation with the model's own chat template."""
-        request = self._request(max_tokens, temperature, stop) | {"messages": list(messages)}
-        if logprobs:
-            request |= {"logprobs": True, "top_logprobs": logprobs}
+        gen = GenParams.of(params, **options)
+        request = self._request(gen) | {"messages": list(messages)}
+        if gen.logprobs:
+            request |= {"logprobs": True, "top_logprobs": gen.logprobs}
         return self._collect(True, request)
 
-    def complete(
-        self,
-        prompt: str,
-        *,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-        stop: Sequence[str] | None = None,
-        logprobs: int | None = None,
-    ) -> Completion:
+    def complete(self, prompt: str, params: GenParams | None = None, **options: Unpack[GenOptions]) -> Completion:
         """Continue ``prompt`` verbatim (no template)."""
-        request = self._request(max_tokens, temperature, stop) | {"prompt": prompt}
-        if logprobs:
-            request["logprobs"] = logprobs
+        gen = GenParams.of(params, **options)
+        request = self._request(gen) | {"prompt": prompt}
+        if gen.logprobs:
+            request["logprobs"] = gen.logprobs
         return self._collect(False, request)
 
     def stream(
-        self,
-        messages: Sequence[Message],
-        *,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-        stop: Sequence[str] | None = None,
+        self, messages: Sequence[Message], params: GenParams | None = None, **options: Unpack[GenOptions]
     ) -> Iterator[str]:
         """Yield text deltas; closing the iterator early stops generation."""
-        request = self._request(max_tokens, temperature, stop) | {"messages": list(messages)}
+        request = self._request(GenParams.of(params, **options)) | {"messages": list(messages)}
         deltas: queue.Queue[Any] = queue.Queue()
         cancelled = threading.Event()
 

@@ -22,10 +22,10 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
 from core.errors import BackendAuthError, BackendError, BackendTimeoutError, CasebookError, RateLimitedError
-from core.llm.base import Completion, Message
+from core.llm.base import Completion, GenOptions, GenParams, Message
 from core.llm.wire import completion_from_response, delta_from_chunk, load_json
 from core.privacy.egress import Egress
 
@@ -136,15 +136,13 @@ class OpenAIWireLLM:
                 time.sleep(delay)
         raise AssertionError("unreachable")
 
-    def _params(self, max_tokens: int | None, temperature: float | None, stop: Sequence[str] | None) -> dict[str, Any]:
-        s = self.settings
-        params: dict[str, Any] = {
-            "model": self.model,
-            "max_tokens": s.max_tokens if max_tokens is None else max_tokens,
-            "temperature": s.temperature if temperature is None else temperature,
-        }
-        if stop:
-            params["stop"] = list(stop)
+    def _params(self, gen: GenParams) -> dict[str, Any]:
+        gen = gen.resolved(self.settings)
+        params: dict[str, Any] = {"model": self.model, "max_tokens": gen.max_tokens, "temperature": gen.temperature}
+        if gen.stop:
+            params["stop"] = list(gen.stop)
+        if gen.seed is not None:
+            params["seed"] = gen.seed
         return params
 
     def _post(self, create: Callable[..., Any], params: dict[str, Any]) -> Completion:
@@ -156,51 +154,34 @@ class OpenAIWireLLM:
         return self._retrying(call)
 
     def chat(
-        self,
-        messages: Sequence[Message],
-        *,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-        stop: Sequence[str] | None = None,
-        logprobs: int | None = None,
+        self, messages: Sequence[Message], params: GenParams | None = None, **options: Unpack[GenOptions]
     ) -> Completion:
         """Answer a conversation (``POST .../chat/completions``)."""
-        params = self._params(max_tokens, temperature, stop) | {"messages": self.egress.messages(messages)}
-        if logprobs:
-            params |= {"logprobs": True, "top_logprobs": logprobs}
-        return self._post(self.client.chat.completions.with_raw_response.create, params)
+        gen = GenParams.of(params, **options)
+        body = self._params(gen) | {"messages": self.egress.messages(messages)}
+        if gen.logprobs:
+            body |= {"logprobs": True, "top_logprobs": gen.logprobs}
+        return self._post(self.client.chat.completions.with_raw_response.create, body)
 
-    def complete(
-        self,
-        prompt: str,
-        *,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-        stop: Sequence[str] | None = None,
-        logprobs: int | None = None,
-    ) -> Completion:
+    def complete(self, prompt: str, params: GenParams | None = None, **options: Unpack[GenOptions]) -> Completion:
         """Continue a raw prompt (``POST .../completions``)."""
-        params = self._params(max_tokens, temperature, stop) | {"prompt": self.egress.text(prompt)}
-        if logprobs:
-            params["logprobs"] = logprobs
-        return self._post(self.client.completions.with_raw_response.create, params)
+        gen = GenParams.of(params, **options)
+        body = self._params(gen) | {"prompt": self.egress.text(prompt)}
+        if gen.logprobs:
+            body["logprobs"] = gen.logprobs
+        return self._post(self.client.completions.with_raw_response.create, body)
 
     def stream(
-        self,
-        messages: Sequence[Message],
-        *,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-        stop: Sequence[str] | None = None,
+        self, messages: Sequence[Message], params: GenParams | None = None, **options: Unpack[GenOptions]
     ) -> Iterator[str]:
         """Yield text deltas; a stream that ends without a finish reason is a :class:`BackendError`."""
-        params = self._params(max_tokens, temperature, stop) | {
+        body = self._params(GenParams.of(params, **options)) | {
             "messages": self.egress.messages(messages),
             "stream": True,
         }
         deadline = time.monotonic() + self.settings.timeout_s
         open_stream = self.client.chat.completions.with_streaming_response.create
-        response = self._retrying(lambda: open_stream(**params).__enter__())
+        response = self._retrying(lambda: open_stream(**body).__enter__())
         finished = False
         try:
             for chunk in iter_sse(response.iter_lines(), backend=self.backend):
