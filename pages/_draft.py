@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 import streamlit as st
 
 from core.errors import CasebookError
-from pages._shared import current_user, get_llm
 
 if TYPE_CHECKING:
+    from core.answer.drafts import DraftText
     from core.auth import CurrentUser
     from core.reports import DraftRow
     from core.runtime import Runtime
@@ -34,7 +34,8 @@ def state_key(scan_id: str) -> str:
     return f"draft:{scan_id}"
 
 
-def _flash(kind: str, message: str) -> None:
+def flash(kind: str, message: str) -> None:
+    """Show ``message`` above the editor on the next run (``success``, ``info`` or ``error``)."""
     st.session_state[FLASH] = (kind, message)
 
 
@@ -59,17 +60,8 @@ def _load(
     }
 
 
-def generate(rt: Runtime, scan_id: str) -> None:
-    """Generate a draft into the session (nothing is written). Call before the editor renders."""
-    from core.answer.drafts import generate_report_draft
-
-    try:
-        with st.spinner("Drafting from the similar-case evidence…"):
-            user = current_user()
-            draft = generate_report_draft(rt, scan_id, get_llm(rt), doctor_id=user.id if user else None)
-    except CasebookError as exc:
-        _flash("error", f"Could not generate a draft: {exc}. {exc.hint}")
-        return
+def load_generated(scan_id: str, draft: DraftText) -> None:
+    """Put a generated draft into the editor as an unsaved draft, with who wrote it and the evidence beside it."""
     note = f"Written by the {draft.author}" + (f" ({draft.reason})." if draft.reason else ".")
     if draft.evidence:
         note += f" Evidence kept beside the report: {', '.join(draft.evidence)}."
@@ -98,16 +90,18 @@ def _save(rt: Runtime, user: CurrentUser, scan_id: str, state: dict[str, Any]) -
     from core.answer.drafts import DraftText, join_findings, save_draft
 
     texts = _current(state_key(scan_id))
-    draft = DraftText(join_findings(texts["comparison"], texts["findings"]), texts["impression"], texts["recommendations"])
+    draft = DraftText(
+        join_findings(texts["comparison"], texts["findings"]), texts["impression"], texts["recommendations"]
+    )
     try:
         state["draft_id"] = save_draft(
             rt.db, scan_id, user.id, draft, draft_id=state["draft_id"], expected_version=state["version"]
         )
     except CasebookError as exc:  # a stale edit (ConflictError) keeps the doctor's text in the editor
-        _flash("error", f"Could not save the draft: {exc}. {exc.hint}")
+        flash("error", f"Could not save the draft: {exc}. {exc.hint}")
         return
     state["saved"], state["version"] = texts, state["version"] + 1  # a new draft is version 1
-    _flash("success", f"Saved draft #{state['draft_id']}.")
+    flash("success", f"Saved draft #{state['draft_id']}.")
 
 
 def _sign(rt: Runtime, user: CurrentUser, scan_id: str, state: dict[str, Any]) -> None:
@@ -116,19 +110,19 @@ def _sign(rt: Runtime, user: CurrentUser, scan_id: str, state: dict[str, Any]) -
     try:
         report_id = sign_draft(rt.db, state["draft_id"], user.id, expected_version=state["version"])
     except CasebookError as exc:
-        _flash("error", f"Could not sign the report: {exc}. {exc.hint}")
+        flash("error", f"Could not sign the report: {exc}. {exc.hint}")
         return
     st.session_state.pop(state_key(scan_id), None)
     st.session_state[f"{state_key(scan_id)}:confirm"] = False
-    _flash("success", f"Signed report #{report_id}. It is now read-only.")
+    flash("success", f"Signed report #{report_id}. It is now read-only.")
 
 
 def draft_editor(rt: Runtime, user: CurrentUser, scan_id: str) -> None:
     """COMPARISON / FINDINGS / IMPRESSION / RECOMMENDATIONS editor with Save and a confirmed Sign."""
     key = state_key(scan_id)
     slot = st.empty()  # always one element here, so the widgets below keep their places between runs
-    if flash := st.session_state.pop(FLASH, None):
-        (slot.success if flash[0] == "success" else slot.error)(flash[1])
+    if shown := st.session_state.pop(FLASH, None):
+        {"success": slot.success, "info": slot.info}.get(shown[0], slot.error)(shown[1])
     state = st.session_state.get(key)
     if state is None:
         st.caption("No draft in progress for this scan.")

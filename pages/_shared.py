@@ -8,6 +8,7 @@ id, ``top_k`` and the index version. The URL carries only the opaque scan id.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 import streamlit as st
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from core.contracts import SimilarCasesResult
     from core.llm.base import LLM
     from core.runtime import Runtime
+
 
 def _route_through_app() -> bool:
     """Make every later run go through ``app.py``'s ``st.navigation``; True if this process had not yet.
@@ -72,17 +74,42 @@ def llm_for(settings: str, api_key: str | None) -> LLM | None:
     return make_llm(Settings.model_validate_json(settings), api_key=api_key)
 
 
-def llm_key(rt: Runtime) -> str | None:
-    """A remote backend's API key from Streamlit secrets, if set there (else the backend reads the environment)."""
-    llm = rt.settings.llm
-    env = {"groq": llm.groq.api_key_env, "openai": llm.openai.api_key_env}.get(llm.backend)
-    if not env:
-        return None
+def _secret(env: str) -> str | None:
     try:
         key = st.secrets.get(env)
     except FileNotFoundError:  # no secrets file
         return None
     return str(key) if key else None
+
+
+def _key_env(settings: Settings, backend: str) -> str | None:
+    llm = settings.llm
+    return {"groq": llm.groq.api_key_env, "openai": llm.openai.api_key_env}.get(backend)
+
+
+def llm_key(rt: Runtime) -> str | None:
+    """A remote backend's API key from Streamlit secrets, if set there (else the backend reads the environment)."""
+    env = _key_env(rt.settings, rt.settings.llm.backend)
+    return _secret(env) if env else None
+
+
+def remote_backend(rt: Runtime) -> str | None:
+    """The remote backend to offer when the local model is too slow here: the first with a key set, or None."""
+    for backend in ("groq", "openai"):
+        env = _key_env(rt.settings, backend)
+        if backend != rt.settings.llm.backend and env and (_secret(env) or os.environ.get(env)):
+            return backend
+    return None
+
+
+def get_remote_llm(rt: Runtime) -> LLM | None:
+    """The :func:`remote_backend` model (names are removed before any request leaves), or None."""
+    backend = remote_backend(rt)
+    if backend is None:
+        return None
+    settings = rt.settings.model_copy(update={"llm": rt.settings.llm.model_copy(update={"backend": backend})})
+    env = _key_env(settings, backend)
+    return llm_for(settings.model_dump_json(), _secret(env) if env else None)
 
 
 def get_llm(rt: Runtime) -> LLM | None:
@@ -167,9 +194,7 @@ def sync_session_cookie() -> None:
         value = f"{SESSION_COOKIE}={token}; path=/; max-age={max_age}; SameSite=Strict"
     else:
         value = f"{SESSION_COOKIE}=; path=/; max-age=0; SameSite=Strict"
-    script = (
-        "<script>document.cookie = '" + value + "' + (location.protocol === 'https:' ? '; Secure' : '');</script>"
-    )
+    script = "<script>document.cookie = '" + value + "' + (location.protocol === 'https:' ? '; Secure' : '');</script>"
     # emitted on every run until the page is reloaded: a run cut short by a rerun may never render it
     with st.sidebar:
         st.html(script, unsafe_allow_javascript=True)

@@ -6,7 +6,8 @@ import streamlit as st
 
 from core.errors import CasebookError
 from core.reports import ReportRow, list_drafts, report_versions
-from pages._draft import draft_editor, generate, open_saved, state_key
+from pages._draft import draft_editor, open_saved, state_key
+from pages._draft_live import draft_generation
 from pages._shared import DEMO_NOTICE, DRAFT_NOTICE, get_runtime, pick_scan, require_user, show_error
 from pages._widgets import reports_view
 
@@ -39,8 +40,7 @@ with left:
             st.caption(d.impression[:160])
             if d.is_open:
                 st.button("Open in editor", key=f"open-{d.id}", on_click=open_saved, args=(d,))
-    if st.button("Generate new draft", key="generate-draft", icon="🪄"):
-        generate(rt, scan.scan_id)
+    draft_generation(rt, scan.scan_id, st.button("Generate new draft", key="generate-draft", icon="🪄"))
 
 with right:
     st.subheader("Editor")

@@ -10,7 +10,8 @@ import streamlit as st
 from core.auth import AWAITING_REVIEW, patient_scan_view
 from core.errors import CasebookError
 from core.reports import report_versions
-from pages._draft import draft_editor, generate
+from pages._draft import draft_editor
+from pages._draft_live import draft_generation
 from pages._shared import DEMO_NOTICE, DRAFT_NOTICE, get_runtime, pick_scan, require_user, show_error, similar_for
 from pages._viewer import image_panel, neighbour_thumbnails
 from pages._widgets import case_cards, reports_view, scan_card
@@ -56,13 +57,13 @@ with right:
         chat_panel(rt, user, scan.scan_id)
     with st.container(border=True, key="draft"):
         st.subheader("Report draft")
-        if st.button(
+        requested = st.button(
             "Generate draft",
             key="generate-draft",
             icon="🪄",
             help="Writes FINDINGS / IMPRESSION / RECOMMENDATIONS from the similar-case evidence. Nothing is saved.",
-        ):
-            generate(rt, scan.scan_id)
+        )
+        draft_generation(rt, scan.scan_id, requested)
         draft_editor(rt, user, scan.scan_id)
     with st.container(border=True, key="signed-reports"):
         st.subheader("Signed reports")

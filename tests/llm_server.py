@@ -15,6 +15,10 @@ Faults, each consumed by the next request (``times`` requests in a row):
 ``fail_status(401)``, ``fail_status(429, headers={"Retry-After": "7"})``,
 ``fail_status(503)``, ``fail_malformed()``, ``fail_slow(delay_s)``,
 ``fail_cut(after_chunks)`` (a stream, or a body, cut midway).
+
+Slow streams: ``server.token_delay_s`` waits before every streamed token (a model
+writing on a busy machine); ``server.streamed`` counts the tokens each stream sent
+and ``server.dropped`` the streams the client closed before the end (a Cancel).
 """
 
 from __future__ import annotations
@@ -75,6 +79,9 @@ class FakeLLMServer:
         self.model = model
         self.token_probs: dict[str, dict[str, float]] = {}
         self.requests: list[RecordedRequest] = []
+        self.token_delay_s = 0.0
+        self.streamed: list[int] = []
+        self.dropped = 0
         self._faults: deque[Fault] = deque()
         self._lock = threading.Lock()
         self._httpd = _QuietServer(("127.0.0.1", 0), _handler_for(self))
@@ -237,7 +244,9 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 self._answer(body, chat, fault)
         except (BrokenPipeError, ConnectionResetError):
-            self.close_connection = True  # the client gave up (timeout test)
+            self.close_connection = True  # the client gave up (timeout test, Cancel)
+            with fake._lock:
+                fake.dropped += 1
 
     def _json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
         data = json.dumps(payload).encode()
@@ -345,7 +354,13 @@ class _Handler(BaseHTTPRequestHandler):
             "object": "chat.completion.chunk",
             "model": body.get("model") or self.server_state.model,
         }
+        fake = self.server_state
+        with fake._lock:
+            fake.streamed.append(0)
+            n = len(fake.streamed) - 1
         for i, tok in enumerate(tokens):
+            if fake.token_delay_s:
+                time.sleep(fake.token_delay_s)
             if fault and fault.kind == "cut" and i == fault.after_chunks:
                 self._abort()
                 return
@@ -354,6 +369,8 @@ class _Handler(BaseHTTPRequestHandler):
                 continue
             delta = {"delta": {"content": tok}} if chat else {"text": tok}
             self._event(base | {"choices": [{"index": 0, "finish_reason": None, **delta}]})
+            with fake._lock:
+                fake.streamed[n] += 1
         last: dict[str, Any] = {"delta": {}} if chat else {"text": ""}
         self._event(base | {"choices": [{"index": 0, "finish_reason": finish, **last}]})
         self._event(base | {"choices": [], "usage": self._usage(body, len(tokens))})

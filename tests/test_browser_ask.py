@@ -4,6 +4,9 @@ A doctor asks a count question about the tension-pneumothorax scan and gets the 
 computed from the cited cases; asks a treatment question and is pointed to Guideline QA
 with the question carried over; then generates, saves and signs a COPD draft whose
 COMPARISON section holds the dated prior reports and whose text carries no case ID.
+A second test drafts with a slow model (the loopback server, one token every 0.15 s):
+the clock and the checked sections show while it writes, and Cancel stops it, hangs
+up on the server and saves nothing.
 Screenshots go to ``test-artifacts/browser/`` (git-ignored), names ``ask-*.png``.
 """
 
@@ -19,8 +22,9 @@ from sqlalchemy import select
 from core.answer.compose import OUT_OF_SCOPE
 from core.answer.rules import CASE_ID_RE
 from core.runtime import open_runtime
-from core.store.models import Report
+from core.store.models import Report, ReportDraft
 from tests.conftest import make_settings, scan_of
+from tests.llm_server import FakeLLMServer
 from tests.test_app_support import CHROMIUM, CHROMIUM_ARGS, log_in
 from tests.test_browser import ARTIFACTS, TIMEOUT_MS, _serve
 
@@ -37,6 +41,21 @@ pytestmark = [
 def server(demo_kb_root: Path, tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """A running app over a private copy of the demo database and knowledge bases: (base URL, data root)."""
     yield from _serve(demo_kb_root, tmp_path, "streamlit-ask.log")
+
+
+@pytest.fixture()
+def slow_model_server(
+    demo_root: Path, tmp_path: Path, llm_server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[str, Path]]:
+    """The app over the demo database, its language model a loopback server writing one token every 0.15 s."""
+    llm_server.reply = (
+        "IMPRESSION: COPD with emphysema.\nRECOMMENDATIONS: Follow-up imaging as clinically indicated.\n"
+        "FINDINGS: " + "unchanged " * 300  # about 45 s of tokens if nothing stops them
+    )
+    llm_server.token_delay_s = 0.15
+    for name, value in llm_server.llm_env("openai", timeout_s=60.0).items():
+        monkeypatch.setenv(name, value)
+    yield from _serve(demo_root, tmp_path, "streamlit-draft-cancel.log")
 
 
 def _open_patient(page: object, name: str) -> None:
@@ -129,3 +148,44 @@ def test_count_treatment_pointer_and_signable_draft(server: tuple[str, Path]) ->
         finally:
             browser.close()
             rt.db.dispose()
+
+
+def test_draft_shows_its_clock_and_cancel_stops_the_model(
+    slow_model_server: tuple[str, Path], llm_server: FakeLLMServer
+) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    base, root = slow_model_server
+    rt = open_runtime(make_settings(root))
+    copd_scan = scan_of(rt, "rahul.mehta")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 2600})
+        page.set_default_timeout(TIMEOUT_MS)
+        try:
+            log_in(page, base, "dr.chen")
+            _open_patient(page, "mehta")
+            page.get_by_role("button", name="Generate draft").click()
+            expect(page.get_by_text(re.compile(r"The model \(openai\) is writing… \d+ s of 60 s"))).to_be_visible()
+            expect(page.get_by_text("IMPRESSION (checked): COPD with emphysema.")).to_be_visible()  # streamed, checked
+            cancel = page.get_by_role("button", name="Cancel")
+            expect(cancel).to_be_visible()
+            page.mouse.move(0, 0)  # no tooltip over the box in the screenshot
+            page.screenshot(path=str(ARTIFACTS / "ask-06-draft-writing.png"))
+            cancel.click()
+            expect(page.get_by_text(re.compile(r"Cancelled after \d+ s: the model was stopped"))).to_be_visible()
+            expect(page.get_by_text("No draft in progress for this scan.")).to_be_visible()
+            expect(page.get_by_role("button", name="Cancel")).to_have_count(0)
+            page.screenshot(path=str(ARTIFACTS / "ask-07-draft-cancelled.png"))
+            for _ in range(50):  # the server notices the hang-up at its next token
+                if llm_server.dropped:
+                    break
+                page.wait_for_timeout(100)
+            assert llm_server.dropped == 1 and llm_server.streamed[-1] < len(llm_server.tokens()) - 100
+            with rt.db.read_only() as s:
+                assert s.scalars(select(ReportDraft).where(ReportDraft.scan_id == copd_scan)).all() == []
+        except Exception:
+            page.screenshot(path=str(ARTIFACTS / "ask-failure.png"))
+            raise
+        finally:
+            browser.close()

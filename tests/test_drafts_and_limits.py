@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
-from core.answer.drafts import DraftText, amend_report, generate_report_draft, save_draft, sign_draft
+from core.answer.draft_writer import generate_report_draft
+from core.answer.drafts import DraftText, amend_report, save_draft, sign_draft
 from core.answer.records import check_rate_limit
 from core.answer.rules import forbidden_reason
 from core.errors import ConflictError, ImmutableRecordError, InvalidInputError, RateLimitedError

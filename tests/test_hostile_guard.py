@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from core.answer.drafts import generate_report_draft
+from core.answer.draft_writer import generate_report_draft
 from core.answer.guard import enforce, guard_draft_sections
 from core.answer.guard_inputs import refusal_lists
 from core.cases import build_context_bundle

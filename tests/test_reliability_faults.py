@@ -26,7 +26,8 @@ import pytest
 from sqlalchemy import func, select, text
 from sqlalchemy.exc import OperationalError
 
-from core.answer.drafts import DraftText, generate_report_draft, save_draft
+from core.answer.draft_writer import generate_report_draft
+from core.answer.drafts import DraftText, save_draft
 from core.answer.service import ask_question, stream_answer
 from core.cases import get_similar_cases
 from core.cases.importer import import_cases

@@ -1,7 +1,8 @@
 """Report drafts: generated in memory, saved only by an explicit action, signed into immutable reports.
 
-``generate_report_draft`` never writes. ``save_draft`` creates or updates a
-``report_drafts`` row; ``sign_draft`` turns a saved draft into a signed report;
+This module owns the draft's shape and its template; the model's part (estimate,
+live stream, Cancel) is :mod:`core.answer.draft_writer`, which never writes a draft.
+``save_draft`` creates or updates a ``report_drafts`` row; ``sign_draft`` turns a saved draft into a signed report;
 ``amend_report`` creates a new version that supersedes a signed report, which
 itself never changes. Those three live in :mod:`core.answer.draft_store`
 (ownership, versions, locks and audit) and are re-exported here.
@@ -19,32 +20,22 @@ wrote the draft, and ``reason`` why the template stands.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from core.answer.draft_store import amend_report, save_draft, sign_draft
-from core.answer.facts import bundle_facts
-from core.answer.guard import guard_draft_sections
-from core.answer.prompt import draft_messages, prompt_hash
-from core.answer.records import audit
-from core.answer.rules import CASE_ID_RE
-from core.cases import build_context_bundle
 from core.contracts import NO_COMPARABLE_CASES, BundleResult
-from core.errors import CasebookError
-from core.llm.base import LLM, Message
-from core.llm.budget import CancelToken, feature_budget
-from core.runtime import Runtime
-from core.settings import Settings
 
 __all__ = [
     "AI_MARK",
     "COMPARISON_LABEL",
     "DraftText",
     "amend_report",
-    "generate_report_draft",
     "join_findings",
+    "parse_sections",
     "save_draft",
     "sign_draft",
     "split_findings",
+    "template_draft",
 ]
 
 STANDARD_RECOMMENDATIONS = "Follow-up imaging as clinically indicated."
@@ -116,7 +107,8 @@ def _comparison(result: BundleResult) -> str:
     return " ".join(parts)
 
 
-def _extractive(result: BundleResult) -> DraftText:
+def template_draft(result: BundleResult) -> DraftText:
+    """The draft written from the record alone: it stands whenever the model does not (or may not) word it."""
     b = result.bundle
     if b is None:
         return DraftText(
@@ -139,73 +131,7 @@ def _extractive(result: BundleResult) -> DraftText:
     )
 
 
-def _sections(text: str) -> dict[str, str]:
+def parse_sections(text: str) -> dict[str, str]:
+    """``{"impression": ..., ...}`` from a model's "IMPRESSION: ..." text (keys lower case, in order of appearance)."""
     parts = _SECTION_RE.split(text)
     return {parts[i].lower(): parts[i + 1].strip() for i in range(1, len(parts) - 1, 2)}
-
-
-def _model_sections(sections: dict[str, str], result: BundleResult, settings: Settings) -> dict[str, str]:
-    """The model may word IMPRESSION and RECOMMENDATIONS; COMPARISON and FINDINGS always come from the record.
-
-    An impression naming a case ID or "pending" is refused: the evidence stays beside the report.
-    The guard refuses the user table's names and the drug KB's lexicon here too, and takes the
-    facts computed in code (counts, region, prior intervals) as supported content.
-    """
-    wanted = {k: v for k, v in sections.items() if k in {"impression", "recommendations"} and v}
-    if CASE_ID_RE.search(wanted.get("impression", "")) or "pending" in wanted.get("impression", "").lower():
-        wanted.pop("impression")
-    from core.answer.guard_inputs import refusal_lists  # lazy: core.privacy.egress imports core.llm
-
-    assert result.bundle is not None
-    facts = bundle_facts(result, settings.ask.max_cited_cases)
-    return guard_draft_sections(wanted, result, facts=facts, **refusal_lists(settings)).sections
-
-
-def generate_report_draft(
-    rt: Runtime, scan_id: str, llm: LLM | None = None, *, doctor_id: int | None = None
-) -> DraftText:
-    """A FINDINGS / IMPRESSION / RECOMMENDATIONS draft grounded in the bundle.
-
-    Writes no draft or report. When a language model is called, one audit row
-    records who asked, the backend, the prompt hash and which path won (the
-    prompt text itself is never stored).
-    """
-    result = build_context_bundle(rt, scan_id)
-    base = _extractive(result)
-    if llm is None:
-        return replace(base, reason="no language model is configured")
-    if result.bundle is None:
-        return replace(base, reason="no comparable cases")
-    messages = draft_messages(result)
-    try:
-        token = CancelToken(feature_budget(rt.settings, "draft"))  # the model stops at the drafts' budget
-        sections = _sections(token.bind(llm).chat(messages).text)
-    except CasebookError as exc:
-        _audit_draft(rt, scan_id, doctor_id, llm, messages, f"extractive:fallback:{type(exc).__name__}")
-        return replace(base, reason=f"the model failed: {type(exc).__name__}")
-    taken = _model_sections(sections, result, rt.settings)  # a section passes whole or not at all
-    if not taken:
-        draft = replace(base, reason="the model's draft failed the answer rules")
-    else:
-        draft = replace(
-            base,
-            impression=taken.get("impression", base.impression),
-            recommendations=taken.get("recommendations", base.recommendations),
-            path="llm",
-        )
-    _audit_draft(rt, scan_id, doctor_id, llm, messages, draft.path)
-    return draft
-
-
-def _audit_draft(
-    rt: Runtime, scan_id: str, doctor_id: int | None, llm: LLM, messages: list[Message], outcome: str
-) -> None:
-    audit(
-        rt.db,
-        actor_id=doctor_id,
-        action="draft",
-        scan_ref=scan_id,
-        backend=llm.backend,
-        prompt_hash=prompt_hash(messages),
-        outcome=outcome,
-    )

@@ -18,6 +18,7 @@ start work that is certain to time out (:func:`estimate`).
 from __future__ import annotations
 
 import contextvars
+import math
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -73,8 +74,9 @@ def feature_budget(settings: Settings, feature: Feature) -> float:
 class CancelToken:
     """A deadline and a Cancel flag shared by the caller (UI) and the backend doing the work."""
 
-    def __init__(self, budget_s: float | None = None) -> None:
+    def __init__(self, budget_s: float | None = None, *, lift_ceiling: bool = False) -> None:
         self.budget_s = budget_s
+        self.lift_ceiling = lift_ceiling  # a doctor chose "run anyway": this budget, not llm.timeout_s, stops the model
         self.started = time.monotonic()
         self.deadline = None if budget_s is None else self.started + budget_s
         self._event = threading.Event()
@@ -181,6 +183,10 @@ class Estimate:
     def certain_to_time_out(self) -> bool:
         """True when even reading the prompt would take longer than the budget."""
         return self.prompt_s is not None and self.prompt_s > self.budget_s
+
+    def run_anyway_s(self) -> float:
+        """The budget for "run anyway": half as long again as the estimate, never less than the feature's budget."""
+        return max(self.budget_s, float(math.ceil(1.5 * (self.seconds or 0.0))))
 
     def message(self) -> str:
         """A sentence for the UI, e.g. "the local model needs about 40 s here (budget 45 s)"."""

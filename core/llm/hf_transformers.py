@@ -188,7 +188,9 @@ def _time_left(timeout_s: float) -> float:
     """The call's seconds: ``llm.timeout_s`` or what the active CancelToken has left, whichever is less."""
     token = current_token()
     left = token.remaining() if token is not None else None
-    return timeout_s if left is None else max(0.0, min(timeout_s, left))
+    if left is None:
+        return timeout_s
+    return max(0.0, left if token is not None and token.lift_ceiling else min(timeout_s, left))
 
 
 def _token_stop(torch: Any, token: CancelToken | None, cancelled: threading.Event | None) -> Any:

@@ -161,7 +161,8 @@ class LlamaCppLLM:
         started = time.monotonic()
         budget = self.settings.timeout_s
         if token is not None and token.remaining() is not None:
-            budget = min(budget, max(0.0, token.remaining() or 0.0))
+            left = max(0.0, token.remaining() or 0.0)
+            budget = left if token.lift_ceiling else min(budget, left)
         if token is not None and token.cancelled:
             raise BackendCancelledError("cancelled before the local model started")
         # checked before loading: a server dropped unused right after start-up can hang llama.cpp's shutdown
