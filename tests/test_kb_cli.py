@@ -120,5 +120,7 @@ def test_demo_fingerprint_tracks_shaping_settings(tmp_path: Path) -> None:
     assert demo_fingerprint(same, "guidelines") == fp  # query-time settings do not shape the index
     assert demo_fingerprint(other, "guidelines") != fp
     assert demo_fingerprint(minilm, "guidelines") != fp
+    plugin = load_settings("test", paths={"assets_dir": tmp_path}, embed={"options": {"dim": 64}})
+    assert demo_fingerprint(plugin, "guidelines") != fp  # an import-path embedder's options shape its vectors
     (tmp_path / "kb" / "guidelines" / "a.md").write_text("# A\n\nchanged")
     assert demo_fingerprint(base, "guidelines") != fp

@@ -52,7 +52,10 @@ def demo_fingerprint(settings: Settings, kb: str) -> str:
         "format": FORMAT_VERSION,
         "parser": PARSER_VERSION,
         "files": {p.name: file_sha256(p) for p in _demo_files(settings, kb)},
-        "embed": settings.embed.model_dump(mode="json", exclude={"threads", "batch_size"}),
+        # `options` only when set (an import-path backend's), so fingerprints from before that field stay valid.
+        "embed": settings.embed.model_dump(
+            mode="json", exclude={"threads", "batch_size"} | (set() if settings.embed.options else {"options"})
+        ),
         "kb": settings.kb.model_dump(mode="json", include=_SHAPING),
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
