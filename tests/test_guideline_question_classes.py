@@ -13,8 +13,9 @@ import pytest
 
 from core.config.guideline import GuidelineQASettings
 from core.guideline.compose import rank_sentences
-from core.guideline.constraints import Candidate
+from core.guideline.constraints import Candidate, section_markers
 from core.guideline.pipeline import GuidelineQA
+from core.guideline.router import expand_query
 from core.guideline.slots import question_slot, word_prefix
 from core.guideline.types import QAAnswer
 from core.kb.types import Hit
@@ -114,3 +115,33 @@ def test_the_section_written_for_the_asked_group_is_in_the_evidence(settings: Se
     plain = GuidelineQA(off, retriever=retriever, lexicon=LEXICON, llm=None).answer(  # type: ignore[arg-type]
         "How is TB diagnosed in people living with HIV?")
     assert isinstance(plain, QAAnswer) and "dx#lam" not in {e.chunk_id for e in plain.evidence}
+
+
+@pytest.mark.parametrize(
+    ("question", "slot"),
+    [
+        ("What is latent tuberculosis?", "definition"),
+        ("What is LTBI?", "definition"),
+        ("How is severe CAP defined?", "definition"),
+        ("What are the side effects of ethambutol?", None),  # a term "of" something is no definition
+        ("What is the dose of pretomanid?", "dose"),
+        ("What is the BPaLM regimen?", "regimen"),
+    ],
+)
+def test_definition_questions(question: str, slot: str | None) -> None:
+    assert question_slot(question, CFG, ()).name == slot
+
+
+def test_a_definition_carries_the_sentence_that_goes_on_from_it() -> None:
+    first = ranked("What is tuberculosis infection?", [OVERVIEW])[0]
+    assert first.startswith("Tuberculosis infection describes") and first.endswith("cannot transmit the organism to others.")
+    # without the slot the definition stands alone and "Such a person ..." is a separate, lower sentence
+    plain = ranked("What is tuberculosis infection?", [OVERVIEW], slotted=False)
+    assert "no symptoms" not in plain[0]
+
+
+def test_regimen_codes_and_eligibility_words_are_searched_by_their_names() -> None:
+    query = expand_query("Who cannot receive BPaLM?", CFG)
+    assert "bedaquiline, pretomanid, linezolid and moxifloxacin" in query and "eligibility and exclusions" in query
+    assert {"eligib", "exclusion"} <= set(section_markers(query, CFG))  # "Exclusions from BPaLM/BPaL" is boosted
+    assert expand_query("Who is not eligible for the 4-month HPMZ regimen?", CFG).count("rifapentine") == 1

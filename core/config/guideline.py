@@ -83,6 +83,8 @@ _SECTION_GROUPS = {
     "monitor": ["monitoring"],
     "interrupt": ["interruption"],
     "diagnos": ["diagnos"],
+    "eligib": ["eligib", "exclusion"],
+    "exclu": ["exclusion", "eligib"],
 }
 _HIGH_RISK = [
     "hiv", "aids", "carbapenem", "carbapenems", "meropenem", "imipenem", "vancomycin", "pregnancy", "pregnant",

@@ -48,6 +48,12 @@ CONCEPTS: dict[str, list[str]] = {
     "inpatient": ["hospitalised", "hospitalized", "in hospital", "admitted", "ward"],
     "outpatient": ["at home", "ambulatory", "community setting"],
     "pregnancy": ["pregnant", "expecting a baby"],
+    # Regimen codes name their drugs; who may not receive a regimen is its eligibility and exclusions.
+    "bedaquiline, pretomanid, linezolid and moxifloxacin": ["bpalm"],
+    "bedaquiline, pretomanid and linezolid": ["bpal"],
+    "rifapentine, isoniazid, pyrazinamide and moxifloxacin": ["hpmz", "hpzm", "2hpzm", "2hpzm/2hpm"],
+    "eligibility and exclusions": ["who cannot receive", "who cannot take", "who can't take", "who can't receive",
+                                   "not eligible", "ineligible", "excluded", "exclusion", "exclusions", "eligible"],
     "hepatotoxicity": ["liver injury", "liver damage", "hepatitis", "drug-induced liver injury", "dili"],
     "overdosage": ["overdose", "poisoning", "too much"],
 }
@@ -92,6 +98,9 @@ SLOT_PATTERNS: dict[str, list[str]] = {
     "test": [r"\bhow (is|are|do|does|can|should|would) .{0,60}\b(test(ed)?|diagnos\w*|detect(ed)?|confirm(ed)?"
              r"|screen(ed)?|ruled? out|identif(y|ied))\b",
              r"\b(what|which) (tests?|investigations?|diagnostic)\b"],
+    # What a term means: "What is latent tuberculosis?" (a bare term, no "of"/"for"...), "How is severe CAP defined?".
+    "definition": [r"^\s*what(?:'s| is| are) (?:an? |the )?(?!.*\b(?:of|for|on|in|with|to|after|before|during|when|if)\b)"
+                   r"[^?]{2,40}\?*\s*$", r"\bdefin(e|ed|ition)\b", r"\bwhat does .{2,40} stand for\b"],
 }
 # Yes/no questions start with one of these words.
 YES_NO_STARTS: list[str] = ["is", "are", "does", "do", "can", "could", "should", "must", "may", "will", "has", "have"]

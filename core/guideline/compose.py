@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from core.config.guideline import GuidelineQASettings
 from core.guideline.constraints import Candidate
 from core.guideline.gates import source_label
-from core.guideline.slots import Slot, fills_slot, focus_coverage, mentions_focus
+from core.guideline.slots import ANAPHOR, Slot, fills_slot, focus_coverage, mentions_focus
 from core.guideline.text import key_tokens, overlap_ratio, split_sentences
 from core.llm.base import Message
 
@@ -77,7 +77,8 @@ def rank_sentences(
     for i, cand in enumerate(evidence):
         head = " ".join((cand.hit.title, cand.hit.section_title, *cand.hit.section_path, *cand.hit.drug_names))
         heading = key_tokens(head, cfg.stopwords)
-        for sentence, table in with_tables(complete_sentences(cand.hit.text)):
+        pairs = with_tables(complete_sentences(cand.hit.text))
+        for k, (sentence, table) in enumerate(pairs):
             tokens = key_tokens(sentence, cfg.stopwords)
             if len(tokens) < cfg.min_sentence_tokens or len(sentence) > cfg.max_sentence_chars:
                 continue
@@ -94,8 +95,16 @@ def rank_sentences(
                 score += cfg.population_weight * any(g.search(f"{sentence} {section}") for g in groups)
             if coverage >= cfg.min_question_overlap and score > getattr(scored.get(sentence), "score", -1.0):
                 text = "\n".join((sentence, *table))  # a table's lead-in or header carries the table
+                if slot is not None and slot.name == "definition" and fit == 2 and not table:
+                    text = " ".join((sentence, *_goes_on(pairs, k)))  # a definition may go on in the next sentence
                 scored[sentence] = Scored(score, text, i, source_label(cand.hit))
     return sorted(scored.values(), key=lambda s: s.score, reverse=True)
+
+
+def _goes_on(pairs: list[tuple[str, tuple[str, ...]]], k: int) -> tuple[str, ...]:
+    """The sentence after ``pairs[k]`` when it goes on from it ("Such a person ..."), else ``()``."""
+    nxt = pairs[k + 1][0] if k + 1 < len(pairs) else ""
+    return (nxt,) if ANAPHOR.match(nxt) else ()
 
 
 def asked_populations(question: str, cfg: GuidelineQASettings) -> list[re.Pattern[str]]:

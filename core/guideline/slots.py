@@ -1,7 +1,7 @@
 """Answers that answer: the question's slot and focus, and which evidence sentences fill them (pure).
 
 A question asks for a *slot* (``dose``, ``duration``, ``regimen``,
-``contraindication``, ``boxed_warning``, ``transmission``, ``test``; see
+``contraindication``, ``boxed_warning``, ``transmission``, ``test``, ``definition``; see
 ``guideline.slot_patterns``) about a
 *focus* (its key words minus filler, drug names and the slot's own words). An
 evidence sentence answers only when it
@@ -14,7 +14,9 @@ evidence sentence answers only when it
   section (or, in a guideline, says "contraindicated", "avoid", "should not");
   a transmission sentence says how the disease passes (transmitted, spread,
   airborne, person to person); a test sentence that names a test (TST, IGRA,
-  culture, Xpert, LF-LAM) ranks first, other sentences stay.
+  culture, Xpert, LF-LAM) ranks first, other sentences stay; so does a
+  sentence that defines its subject for a definition question, and it carries
+  the next sentence when that one goes on from it ("Such a person ...").
 
 Everything else is off-slot and dropped. Yes/no questions get ``Yes`` or ``No``
 from the polarity of the best sentence against the question's.
@@ -31,6 +33,7 @@ from core.guideline.text import find_phrases, key_tokens
 from core.kb.types import Hit
 
 __all__ = [
+    "ANAPHOR",
     "LABEL_SLOT_SECTIONS",
     "Slot",
     "fills_slot",
@@ -60,6 +63,10 @@ _NAMED_TEST = re.compile(r"\b(tuberculin|tst|igras?|interferon-gamma|quantiferon
                          r"microscopy|naat|xpert|pcr|lf-lam|lipoarabinomannan|line probe|lpa|radiograph\w*|x-ray|"
                          r"computed tomography|ct scan|urinary antigen|procalcitonin|gram stain|assays?|dst|"
                          r"susceptibility testing|sputum)\b", re.I)  # fmt: skip
+# A sentence that defines its subject ("LTBI ... describes a person who ...", "XDR-TB is MDR-TB plus ...").
+_DEFINES = re.compile(r"\b(describes?|means|refers? to|(?:is|are) (?:defined|called) |(?:is|are) (?:an?|the) )", re.I)
+# A sentence that goes on from the one before it ("Such a person has no symptoms ...").
+ANAPHOR = re.compile(r"^(Such|This|These|It|They|Its|Their)\b")
 _CAUTION = re.compile(r"contraindicat|\bavoid|\bshould not\b|\bmust not\b|\bnot (?:be )?(?:used|given|recommended)", re.I)
 
 
@@ -165,6 +172,8 @@ def fills_slot(sentence: str, hit: Hit, slot: str | None, drug_names: Collection
         return 2 if _TRANSMISSION.search(sentence) else 0
     if slot == "test":
         return 2 if _NAMED_TEST.search(sentence) else 1
+    if slot == "definition":
+        return 2 if _DEFINES.search(sentence) else 1
     if slot == "regimen":
         drug = bool(_REGIMEN_CODE.search(sentence) or find_phrases(sentence, drug_names))
         span = bool(_SPAN.search(sentence))
