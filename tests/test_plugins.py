@@ -6,12 +6,9 @@ reached through settings alone (no edit to a factory or a page).
 
 from __future__ import annotations
 
-import re
-import zlib
 from collections.abc import Iterator, Sequence
 from typing import Any, Unpack
 
-import numpy as np
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -23,6 +20,7 @@ from core.llm.budget import CancelToken
 from core.llm.factory import make_llm
 from core.plugins import is_import_path
 from core.settings import Settings, load_settings
+from tests.test_kb_corpus import HashEmbedder
 
 # This module as pytest imported it, so the classes the factories build are the ones defined here.
 HERE = __name__
@@ -79,26 +77,12 @@ class HashingOptions(BaseModel):
     seed: int = Field(0, description="Seed of the random projection.")
 
 
-class HashingEmbedder:
-    """Hashed bag of words through a fixed random projection: small, real and deterministic."""
+class HashingEmbedder(HashEmbedder):
+    """The hashed bag-of-words encoder of the corpus tests, built from ``embed`` settings like any backend."""
 
     def __init__(self, settings: EmbedSettings) -> None:
         options = HashingOptions.model_validate(settings.options)
-        self.dim, self.model_id = options.dim, f"test/hashing-{options.dim}"
-        self._proj = np.random.default_rng(options.seed).standard_normal((4096, self.dim)).astype(np.float32)
-
-    def _run(self, texts: Sequence[str]) -> np.ndarray:
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for i, text in enumerate(texts):
-            for word in re.findall(r"\w+", text.lower()):
-                out[i] += self._proj[zlib.crc32(word.encode()) % 4096]
-        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
-
-    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        return self._run(texts)
-
-    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
-        return self._run(texts)
+        super().__init__(dim=options.dim, model_id=f"test/hashing-{options.dim}", seed=options.seed)
 
 
 class NotAModel:

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from core.config.common import Group
 
 __all__ = ["AskSettings"]
 
 
-class AskSettings(BaseModel):
+class AskSettings(Group):
     """Grounded answers, their confidence rule, the LLM time budget and the rate limit."""
-
-    model_config = ConfigDict(extra="forbid", validate_default=True)
 
     max_question_chars: int = Field(1000, ge=10, description="Longest question accepted, in characters.")
     llm_budget_s: float = Field(

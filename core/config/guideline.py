@@ -12,9 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from core.config import guideline_vocab as vocab
+from core.config.common import Group
 
 __all__ = ["GuidelineQASettings"]
 
@@ -136,10 +137,8 @@ _CALIB_MODEL = {
 }  # fmt: skip
 
 
-class GuidelineQASettings(BaseModel):
+class GuidelineQASettings(Group):
     """Routing, structural retrieval constraints, verification gates and abstention (docs/GUIDELINE_QA.md)."""
-
-    model_config = ConfigDict(extra="forbid", validate_default=True)
 
     enabled: bool = Field(True, description="Whether this feature is offered in the app and CLI.")
     writer: Literal["extractive", "llm"] = Field(

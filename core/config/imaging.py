@@ -5,15 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from core.config.common import Group
 
 __all__ = ["ImagingSettings"]
 
 
-class ImagingSettings(BaseModel):
+class ImagingSettings(Group):
     """Image store, DICOM import limits, de-identification and the image encoder."""
-
-    model_config = ConfigDict(extra="forbid", validate_default=True)
 
     store_root: Path | None = Field(
         None,

@@ -11,18 +11,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
-from core.config.common import nest_renamed
+from core.config.common import Group, nest_renamed
 
 __all__ = ["RENAMED", "CorpusSettings", "KBSettings"]
 
 
-class CorpusSettings(BaseModel):
+class CorpusSettings(Group):
     """Large corpora (`python -m core kb ingest-corpus`; docs/LARGE_CORPORA.md). Before this group existed its
     fields were `kb.corpus_<field>`; those names still work for one release."""
-
-    model_config = ConfigDict(extra="forbid", validate_default=True)
 
     shard_rows: int = Field(
         500_000,
@@ -108,10 +106,8 @@ class CorpusSettings(BaseModel):
 RENAMED: dict[str, str] = {f"corpus_{name}": f"corpus.{name}" for name in CorpusSettings.model_fields}
 
 
-class KBSettings(BaseModel):
+class KBSettings(Group):
     """Knowledge-base ingestion and hybrid retrieval."""
-
-    model_config = ConfigDict(extra="forbid", validate_default=True)
 
     # Chunking.
     chunk_tokens: int = Field(240, ge=16, description="Guideline chunk size in embedding-model tokens.")

@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
-from core.config.common import ImportPath, nest_renamed
+from core.config.common import Group, ImportPath, nest_renamed
 
 __all__ = [
     "RENAMED",
@@ -27,10 +27,8 @@ __all__ = [
 LLMBackendName = Literal["extractive", "llamacpp", "groq", "openai", "transformers"]
 
 
-class LlamaCppSettings(BaseModel):
+class LlamaCppSettings(Group):
     """The `llamacpp` backend: a local GGUF model run by xllamacpp."""
-
-    model_config = ConfigDict(extra="forbid", validate_default=True)
 
     model_name: str = Field(
         "qwen2.5-coder-1.5b-instruct-q4_k_m",
@@ -65,10 +63,8 @@ class LlamaCppSettings(BaseModel):
     )
 
 
-class GroqSettings(BaseModel):
+class GroqSettings(Group):
     """The `groq` backend (the key comes from the environment or a Streamlit secret)."""
-
-    model_config = ConfigDict(extra="forbid", validate_default=True)
 
     model: str = Field("llama-3.1-8b-instant", description="Model name sent to Groq.")
     base_url: str | None = Field(
@@ -79,10 +75,8 @@ class GroqSettings(BaseModel):
     )
 
 
-class OpenAISettings(BaseModel):
+class OpenAISettings(Group):
     """The `openai` backend: any OpenAI-compatible server (vLLM, llama.cpp server, Ollama)."""
-
-    model_config = ConfigDict(extra="forbid", validate_default=True)
 
     base_url: str = Field(
         "http://127.0.0.1:8000/v1", description="Root URL of the OpenAI-compatible server, including `/v1`."
@@ -93,10 +87,8 @@ class OpenAISettings(BaseModel):
     )
 
 
-class TransformersSettings(BaseModel):
+class TransformersSettings(Group):
     """The `transformers` backend: a local Hugging Face folder."""
-
-    model_config = ConfigDict(extra="forbid", validate_default=True)
 
     model_path: Path | None = Field(
         None, description="Local folder with a causal LM and its tokenizer (`transformers`); never downloaded."
@@ -111,10 +103,8 @@ RENAMED: dict[str, str] = {
     "hf_model_path": "transformers.model_path",
 }
 
-class LLMSettings(BaseModel):
+class LLMSettings(Group):
     """Which language model answers, and how long it may take."""
-
-    model_config = ConfigDict(extra="forbid", validate_default=True)
 
     backend: LLMBackendName | ImportPath = Field(
         "llamacpp",

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from core.config.common import Group
 
 __all__ = ["PrivacySettings"]
 
 
-class PrivacySettings(BaseModel):
+class PrivacySettings(Group):
     """What may leave the process for an external language model."""
-
-    model_config = ConfigDict(extra="forbid", validate_default=True)
 
     names_refresh_s: float = Field(
         30.0,

@@ -12,7 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
+
+from core.config.common import Group
 
 __all__ = ["CriticName", "RetrievalMode", "SelfRagSettings"]
 
@@ -20,10 +22,8 @@ CriticName = Literal["judge", "native", "native-llm"]
 RetrievalMode = Literal["no-retrieval", "always", "adaptive"]
 
 
-class SelfRagSettings(BaseModel):
+class SelfRagSettings(Group):
     """Self-reflective RAG: reflection critic, adaptive retrieval, critic reranking, regeneration."""
-
-    model_config = ConfigDict(extra="forbid", validate_default=True)
 
     enabled: bool = Field(True, description="Whether this feature is offered in the app and CLI.")
 
