@@ -134,6 +134,11 @@ class VersionedDir:
         """The symlink naming the live version."""
         return self.root / self.link
 
+    @property
+    def resume_path(self) -> Path:
+        """The folder of a resumable build (kept when it is interrupted, for the same command to continue)."""
+        return self.root / f".{self.link}.resume.tmp"
+
     def exists(self) -> bool:
         """Whether a live version is named (the symlink resolves)."""
         return self.link_path.exists()
@@ -199,8 +204,7 @@ class Build:
 
     def __init__(self, vdir: VersionedDir, resumable: bool) -> None:
         self.vdir, self.resumable, self.committed = vdir, resumable, False
-        suffix = "resume" if resumable else uuid.uuid4().hex[:12]
-        self.path = vdir.root / f".{vdir.link}.{suffix}.tmp"
+        self.path = vdir.resume_path if resumable else vdir.root / f".{vdir.link}.{uuid.uuid4().hex[:12]}.tmp"
         self._exit: contextlib.AbstractContextManager[None] | None = None
         with self.guard():
             vdir.root.mkdir(parents=True, exist_ok=True)

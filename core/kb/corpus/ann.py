@@ -24,10 +24,10 @@ from typing import Any
 
 import numpy as np
 
+from core.artifacts import write_faiss
 from core.config.kb import KBSettings
 from core.errors import ConfigError
 from core.kb.corpus.vectors import VectorFile
-from core.kb.index.builder import write_faiss
 
 __all__ = ["ShardedANN", "ann_params", "build_shard_index", "choose_kind", "sample_rows", "train_template"]
 

@@ -40,12 +40,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from tqdm import tqdm
 
-from core.errors import CorpusInputError, InvalidInputError, disk_full_as_error
+from core.artifacts import Build, write_faiss
+from core.errors import CorpusInputError, InvalidInputError
 from core.kb.corpus.ann import ann_params, build_shard_index, choose_kind, sample_rows, train_template
-from core.kb.corpus.layout import CORPUS_FORMAT, corpus_link, query_embedder, shard_files
+from core.kb.corpus.layout import CORPUS_FORMAT, corpus_dir, query_embedder, shard_files
 from core.kb.corpus.records import CorpusRecord, RecordError, iter_lines, parse_record
 from core.kb.corpus.vectors import Metric, VectorFile, VectorWriter, bad_rows, open_embeddings, prepare, read_rows
-from core.kb.index.builder import file_sha256, swap_link, write_faiss
 from core.kb.index.docstore import DocStoreWriter
 from core.kb.types import Chunk
 
@@ -190,7 +190,8 @@ class CorpusIngest:
             "encoder_id": self.encoder_id, "dim": self.dim, "metric": self.metric,
             "shard_rows": self.cfg.corpus.shard_rows, "vector_dtype": self.cfg.corpus.vector_dtype,
         }  # fmt: skip
-        self.work = self.root / f".corpus_{name}.resume.tmp"
+        self.versions = corpus_dir(self.root, name)
+        self.work = self.versions.resume_path
         self.problems: list[tuple[int, str]] = []
         self.unwritten = 0  # records scanned but not written once a problem was found
 
@@ -365,54 +366,41 @@ class CorpusIngest:
             "shard_files": {"store": store_name, "vectors": vec_name, "ann": ann_name},
         }  # fmt: skip
 
-    def _commit(self, state: dict[str, Any], index: dict[str, Any]) -> Path:
+    def _commit(self, build: Build, state: dict[str, Any], index: dict[str, Any]) -> Path:
         for leftover in ("state.json", "ids.sqlite", "ids.sqlite-wal", "ids.sqlite-shm", "template.faiss", "lock"):
             (self.work / leftover).unlink(missing_ok=True)
-        files = sorted(p for p in self.work.rglob("*") if p.is_file())
         log.debug("corpus %s: checksums and manifest", self.name, extra={"phase": "checksum"})
-        manifest = {
-            "format": CORPUS_FORMAT, "name": self.name, "kb": f"corpus:{self.name}",
+        return build.commit({
+            "name": self.name, "kb": f"corpus:{self.name}",
             "encoder_id": self.encoder_id, "dim": self.dim, "metric": self.metric,
             "vector_dtype": self.cfg.corpus.vector_dtype, "n_chunks": state["count"], **index,
             "source": self.fingerprint["corpus"], "embeddings": self.fingerprint["embeddings"],
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "files": {str(p.relative_to(self.work)): {"size": p.stat().st_size, "sha256": file_sha256(p)}
-                      for p in files},
-        }  # fmt: skip
-        (self.work / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
-        final = self.root / f".corpus_{self.name}.v{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"
-        os.replace(self.work, final)
-        swap_link(corpus_link(self.root, self.name), final)
-        return final
+        })  # fmt: skip
 
     def run(self, restart: bool, on_checkpoint: Callable[[int], None] | None) -> CorpusReport:
         """Stream, check, index and swap in; see :func:`ingest_corpus`."""
         start = time.perf_counter()
-        self.work.mkdir(parents=True, exist_ok=True)
-        with (self.work / "lock").open("w") as lock:
+        # A resumable build: a full disk becomes DiskFullError and any failure keeps the work folder to resume from.
+        with self.versions.build(resumable=True) as build, (self.work / "lock").open("w") as lock:
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError as exc:
                 raise InvalidInputError(f"Another ingestion of corpus {self.name!r} is running") from exc
             state = self._load_state(restart)
             resumed = int(state["line"])
-            live = corpus_link(self.root, self.name).exists()
-            hint = (f"Free space under {self.root} and run the same command again to resume from the last checkpoint "
-                    f"(or delete {self.work} to give it up); "
-                    f"{'the previous version still serves' if live else 'nothing was swapped in'}.")  # fmt: skip
             try:
-                with disk_full_as_error(self.root, f"Ingesting corpus {self.name!r}", hint):
-                    if not state["indexed"]:
-                        self._stream(state, on_checkpoint)
-                    if self.problems:
-                        self.problems.sort()
-                        listed = "; ".join(f"line {n}: {m}" if n else m for n, m in self.problems[:5])
-                        more = f" (+{len(self.problems) - 5} more)" if len(self.problems) > 5 else ""
-                        raise CorpusInputError(f"Corpus {self.path.name}: {listed}{more}", self.problems)
-                    index = self._index(state)
-                    final = self._commit(state, index)
+                if not state["indexed"]:
+                    self._stream(state, on_checkpoint)
+                if self.problems:
+                    self.problems.sort()
+                    listed = "; ".join(f"line {n}: {m}" if n else m for n, m in self.problems[:5])
+                    more = f" (+{len(self.problems) - 5} more)" if len(self.problems) > 5 else ""
+                    raise CorpusInputError(f"Corpus {self.path.name}: {listed}{more}", self.problems)
+                index = self._index(state)
+                final = self._commit(build, state, index)
             except CorpusInputError:
-                shutil.rmtree(self.work, ignore_errors=True)
+                build.abort()  # bad input: nothing to resume
                 raise
             except BaseException:
                 log.warning("corpus %s: interrupted at line %s; run the same command to resume", self.name,

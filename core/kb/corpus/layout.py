@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from core.artifacts import ArtifactKind, VersionedDir
 from core.errors import ConfigError, InvalidInputError
 
 if TYPE_CHECKING:
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
 __all__ = [
     "CORPUS_FORMAT",
     "CORPUS_PREFIX",
+    "KIND",
+    "corpus_dir",
     "corpus_link",
     "corpus_names",
     "parse_corpus_kb",
@@ -30,11 +33,19 @@ __all__ = [
 
 CORPUS_FORMAT = 1
 CORPUS_PREFIX = "corpus:"
+KIND = ArtifactKind(
+    "Corpus", CORPUS_FORMAT, hint="Ingest the corpus again: `python -m core kb ingest-corpus PATH --name NAME`."
+)
+
+
+def corpus_dir(root: Path, name: str) -> VersionedDir:
+    """The versions of corpus ``name`` under ``root`` (``<index_dir>``); builds are resumable."""
+    return VersionedDir(root, f"corpus_{name}", KIND, prefix=f".corpus_{name}.v", what=f"Ingesting corpus {name!r}")
 
 
 def corpus_link(root: Path, name: str) -> Path:
     """The symlink naming the live version of corpus ``name``."""
-    return root / f"corpus_{name}"
+    return corpus_dir(root, name).link_path
 
 
 def shard_files(dtype: str) -> tuple[str, str, str]:

@@ -20,7 +20,6 @@ to the retriever it wraps (guideline QA's mixed route), and
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from pathlib import Path
@@ -29,18 +28,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from core.config.kb import KBSettings
-from core.errors import ConfigError, EncoderMismatchError, IndexStateError, InvalidInputError
+from core.errors import ConfigError, EncoderMismatchError, InvalidInputError
 from core.kb.corpus.ann import ShardedANN
 from core.kb.corpus.layout import (
-    CORPUS_FORMAT,
     CORPUS_PREFIX,
+    KIND,
     corpus_link,
     corpus_names,
     parse_corpus_kb,
     query_embedder,
 )
 from core.kb.corpus.vectors import VectorFile
-from core.kb.index.builder import file_sha256
 from core.kb.index.docstore import DocStore
 from core.kb.index.fusion import rrf
 from core.kb.types import Chunk, Hit, Retriever, SearchMode
@@ -53,7 +51,6 @@ __all__ = ["CorpusIndex", "CorpusSearch", "WithCorpora"]
 
 _SHIFT = 40
 _MASK = (1 << _SHIFT) - 1
-_HINT = "Ingest the corpus again: `python -m core kb ingest-corpus PATH --name NAME`."
 
 
 class CorpusIndex:
@@ -61,21 +58,10 @@ class CorpusIndex:
 
     def __init__(self, folder: Path, cfg: KBSettings) -> None:
         self.folder, self.cfg = folder, cfg
-        try:
-            self.manifest: dict[str, Any] = json.loads((folder / "manifest.json").read_text())
-        except (OSError, ValueError) as exc:
-            raise IndexStateError(f"Corpus {folder.name}: missing or corrupt manifest ({exc})", hint=_HINT) from exc
-        if self.manifest.get("format") != CORPUS_FORMAT:
-            raise IndexStateError(f"Corpus {folder.name}: unknown manifest format", hint=_HINT)
+        self.manifest: dict[str, Any] = KIND.read(folder, verify=cfg.corpus.verify_checksums)
         m = self.manifest
         self.name: str = m["name"]
         self.dim, self.n_chunks, self.metric = int(m["dim"]), int(m["n_chunks"]), str(m["metric"])
-        for rel, meta in m["files"].items():
-            path = folder / rel
-            if not path.is_file() or path.stat().st_size != meta["size"]:
-                raise IndexStateError(f"Corpus {self.name}: {rel} is missing or has the wrong size", hint=_HINT)
-            if cfg.corpus.verify_checksums and file_sha256(path) != meta["sha256"]:
-                raise IndexStateError(f"Corpus {self.name}: {rel} does not match its checksum", hint=_HINT)
         names = m["shard_files"]
         shards = m["shards"]
         self.offsets = [int(s["offset"]) for s in shards]
@@ -87,7 +73,7 @@ class CorpusIndex:
             paths = [folder / s["dir"] / names["ann"] for s in shards]
             self.ann = ShardedANN(paths, self.offsets, m["index_type"], cfg)
         except RuntimeError as exc:
-            raise IndexStateError(f"Corpus {self.name}: unreadable FAISS index ({exc})", hint=_HINT) from exc
+            raise KIND.error(f"Corpus {self.name}: unreadable FAISS index ({exc})") from exc
 
     def _shard_of(self, pos: int) -> int:
         return int(np.searchsorted(self.offsets, pos, side="right")) - 1
@@ -152,7 +138,7 @@ class CorpusSearch:
         link = corpus_link(self.root, name)
         if not link.exists():
             known = ", ".join(corpus_names(self.root)) or "none"
-            raise IndexStateError(f"No corpus {name!r} under {self.root} (ingested: {known})", hint=_HINT)
+            raise KIND.error(f"No corpus {name!r} under {self.root} (ingested: {known})")
         target = os.path.realpath(link)
         with self._lock:
             cached = self._open.get(name)

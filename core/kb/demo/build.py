@@ -13,8 +13,9 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from core.artifacts import file_sha256
 from core.errors import CasebookError
-from core.kb.index.builder import FORMAT_VERSION, file_sha256, kb_link, read_manifest
+from core.kb.index.builder import FORMAT_VERSION, KIND, kb_link
 from core.kb.index.ingest import PARSER_VERSION
 from core.kb.parse.registry import GUIDELINE_SUFFIXES
 
@@ -67,7 +68,7 @@ def _is_current(settings: Settings, kb: str, fingerprint: str) -> bool:
     if not link.exists():
         return False
     try:
-        return read_manifest(link.resolve()).get("demo_fingerprint") == fingerprint
+        return KIND.read(link.resolve(), verify=False).get("demo_fingerprint") == fingerprint
     except CasebookError:
         return False
 

@@ -1,10 +1,10 @@
-"""One knowledge-base index on disk: build aside, swap atomically, open with checks.
+"""One knowledge-base index on disk: its versioned folder (core.artifacts) and the builder that writes one.
 
 Layout under ``<index_dir>``::
 
     kb_guidelines -> .kb_guidelines.v20261122T081500-3f2a   (symlink, swapped with os.replace)
     .kb_guidelines.v20261122T081500-3f2a/
-        manifest.json    encoder id, dimension, tokenizer, chunk settings, counts, sha256 of every file
+        manifest.json    encoder id, dimension, tokenizer, chunk settings, counts, size and sha256 of every file
         vectors.f32      raw float32 vectors, row = chunk position (re-used by incremental updates)
         dense.faiss      FAISS inner-product index (flat, or IVF-Flat above kb.ivf_min_chunks)
         bm25/            bm25s index over the same positions
@@ -19,46 +19,42 @@ version serving; a full disk raises :class:`~core.errors.DiskFullError`.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
-import os
-import re
-import shutil
 import sqlite3
 import time
-import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from core.artifacts import ArtifactKind, VersionedDir, write_faiss
 from core.config.kb import KBSettings
-from core.errors import IndexStateError, disk_full_as_error
+from core.errors import IndexStateError
 from core.kb.index.docstore import DocStoreWriter, DocSummary
 from core.kb.index.lexical import Bm25
 from core.kb.types import Chunk
 
-__all__ = [
-    "FORMAT_VERSION",
-    "MANIFEST",
-    "IndexBuilder",
-    "file_sha256",
-    "kb_link",
-    "kb_lock",
-    "read_manifest",
-    "swap_link",
-    "write_faiss",
-]
+__all__ = ["FORMAT_VERSION", "KIND", "IndexBuilder", "kb_dir", "kb_link", "kb_lock"]
 
 FORMAT_VERSION = 1
-MANIFEST = "manifest.json"
-_REBUILD = "Rebuild it: `python -m core kb build` for the demo KBs, or ingest the documents again."
+KIND = ArtifactKind(
+    "Index",
+    FORMAT_VERSION,
+    hint="Rebuild it: `python -m core kb build` for the demo KBs, or ingest the documents again.",
+)
+
+
+def kb_dir(root: Path, kb: str) -> VersionedDir:
+    """The versions of knowledge base ``kb`` under ``root`` (``<index_dir>``)."""
+    return VersionedDir(
+        root, f"kb_{kb}", KIND, prefix=f".kb_{kb}.v", what=f"Building kb_{kb}",
+        serving=f"the previous version of kb_{kb} still serves", unbuilt=f"kb_{kb} was not built",
+    )  # fmt: skip
 
 
 def kb_link(root: Path, kb: str) -> Path:
     """The symlink that names the live version of knowledge base ``kb``."""
-    return root / f"kb_{kb}"
+    return kb_dir(root, kb).link_path
 
 
 @contextlib.contextmanager
@@ -75,67 +71,27 @@ def kb_lock(root: Path, kb: str) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def file_sha256(path: Path) -> str:
-    """Hex sha256 of a file, read in 1 MB blocks."""
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def write_faiss(index: Any, path: Path) -> None:
-    """Write a FAISS index to ``path`` through a Python file, so that a failed write raises ``OSError``.
-
-    ``faiss.write_index(index, filename)`` ignores an error from its final ``fclose``: on a full
-    disk the last buffered block is lost silently and a torn file would be checksummed and committed.
-    """
-    import faiss
-
-    with path.open("wb") as fh:  # close() flushes and raises on failure
-        faiss.write_index(index, faiss.PyCallbackIOWriter(fh.write))  # type: ignore[attr-defined]
-
-
-def read_manifest(folder: Path) -> dict[str, Any]:
-    """The manifest of an index version; :class:`IndexStateError` when missing or unreadable."""
-    try:
-        manifest = json.loads((folder / MANIFEST).read_text())
-    except (OSError, ValueError) as exc:
-        raise IndexStateError(f"Index {folder.name}: missing or corrupt manifest ({exc})", hint=_REBUILD) from exc
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_VERSION:
-        raise IndexStateError(f"Index {folder.name}: unknown manifest format", hint=_REBUILD)
-    return manifest
-
-
 class IndexBuilder:
     """Writes a new index version chunk by chunk, then commits it atomically.
 
-    Use as a context manager: an exception inside the block removes the
-    temporary folder and the live version stays untouched.
+    Use as a context manager: an exception inside the block (or leaving it
+    without a commit) removes the temporary folder and the live version stays
+    untouched. A full disk in any step raises :class:`~core.errors.DiskFullError`.
     """
 
     def __init__(self, root: Path, kb: str, spec: dict[str, Any], settings: KBSettings) -> None:
         self.root, self.kb, self.spec, self.settings = root, kb, spec, settings
-        with self._disk_full():
-            root.mkdir(parents=True, exist_ok=True)
-            self.tmp = root / f".kb_{kb}.{uuid.uuid4().hex[:12]}.tmp"
-            self.tmp.mkdir()
+        self._build = kb_dir(root, kb).build()
+        self.tmp = self._build.path
+        with self._build.guard():
             try:
                 self._store = DocStoreWriter(self.tmp / "docstore.sqlite")
                 self._vectors = (self.tmp / "vectors.f32").open("wb")
             except BaseException:
-                shutil.rmtree(self.tmp, ignore_errors=True)
+                self._build.abort()
                 raise
         self._texts: list[str] = []
         self.n_docs = 0
-
-    @contextlib.contextmanager
-    def _disk_full(self) -> Iterator[None]:
-        """Turn a full disk inside the block into :class:`~core.errors.DiskFullError`."""
-        live = kb_link(self.root, self.kb).exists()
-        previous = f"the previous version of kb_{self.kb} still serves" if live else f"kb_{self.kb} was not built"
-        with disk_full_as_error(self.root, f"Building kb_{self.kb}", f"Free space under {self.root}; {previous}."):
-            yield
 
     @property
     def count(self) -> int:
@@ -146,7 +102,7 @@ class IndexBuilder:
         return self
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        if exc_type is not None:
+        if exc_type is not None or not self._build.committed:
             self.abort()
 
     def add(self, chunks: Sequence[Chunk], vectors: np.ndarray, texts: Sequence[str] | None = None) -> None:
@@ -157,7 +113,7 @@ class IndexBuilder:
         vecs = np.ascontiguousarray(vectors, dtype=np.float32)
         if vecs.shape != (len(chunks), self.spec["dim"]):
             raise IndexStateError(f"vectors of shape {vecs.shape} for {len(chunks)} chunks of dim {self.spec['dim']}")
-        with self._disk_full():
+        with self._build.guard():
             self._store.add_chunks(chunks)
             self._vectors.write(vecs.tobytes())
         self._texts.extend(
@@ -166,7 +122,7 @@ class IndexBuilder:
 
     def add_document(self, doc: DocSummary, names: dict[str, str]) -> None:
         """Record a document's summary row and drug names."""
-        with self._disk_full():
+        with self._build.guard():
             self._store.add_doc(doc, names)
         self.n_docs += 1
 
@@ -190,14 +146,24 @@ class IndexBuilder:
 
     def commit(self, extra: dict[str, Any] | None = None) -> Path:
         """Finish the files, write the manifest, rename into place and swap the live symlink."""
-        with self._disk_full():
+        with self._build.guard():
             try:
-                return self._commit(extra)
+                n = self._finish()
             except BaseException:
                 self.abort()
                 raise
+            return self._build.commit({
+                "kb": self.kb,
+                **self.spec,
+                "index_type": "ivf" if n >= self.settings.ivf_min_chunks else ("flat" if n else "empty"),
+                "n_chunks": n,
+                "n_docs": self.n_docs,
+                "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                **(extra or {}),
+            })  # fmt: skip
 
-    def _commit(self, extra: dict[str, Any] | None) -> Path:
+    def _finish(self) -> int:
+        """Close the store and vectors and write the dense and BM25 indexes; returns the chunk count."""
         self._store.close()
         self._vectors.close()
         n, dim = self._store.count, int(self.spec["dim"])
@@ -205,23 +171,7 @@ class IndexBuilder:
             write_faiss(self._dense(n, dim), self.tmp / "dense.faiss")
             Bm25.build(self._texts, self.tmp / "bm25", self.settings.bm25_stemmer, False)
         self._texts = []
-        files = sorted(p for p in self.tmp.rglob("*") if p.is_file())
-        manifest = {
-            "format": FORMAT_VERSION,
-            "kb": self.kb,
-            **self.spec,
-            "index_type": "ivf" if n >= self.settings.ivf_min_chunks else ("flat" if n else "empty"),
-            "n_chunks": n,
-            "n_docs": self.n_docs,
-            "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "files": {str(p.relative_to(self.tmp)): file_sha256(p) for p in files},
-            **(extra or {}),
-        }
-        (self.tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True))
-        final = self.root / f".kb_{self.kb}.v{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"
-        os.replace(self.tmp, final)
-        swap_link(kb_link(self.root, self.kb), final)
-        return final
+        return n
 
     def abort(self) -> None:
         """Close and delete the temporary folder."""
@@ -229,18 +179,4 @@ class IndexBuilder:
             self._store.close()
         with contextlib.suppress(OSError):  # a full disk fails the flush again; the file is closed regardless
             self._vectors.close()
-        shutil.rmtree(self.tmp, ignore_errors=True)
-
-
-def swap_link(link: Path, target: Path) -> None:
-    """Atomically point ``link`` at ``target`` and delete versions no longer named."""
-    if link.exists() and not link.is_symlink():
-        os.replace(link, link.parent / f".{link.name}.legacy-{uuid.uuid4().hex[:6]}")
-    tmp_link = link.parent / f".{link.name}.link-{uuid.uuid4().hex[:6]}"
-    os.symlink(target.name, tmp_link)
-    os.replace(tmp_link, link)
-    # Only this KB's own versions: ".kb_user.*" would also match the space "user.u1" (".kb_user.u1.v...").
-    own = re.compile(rf"\.{re.escape(link.name)}\.(v\d{{8}}T\d{{6}}-[0-9a-f]{{6}}|legacy-[0-9a-f]{{6}})")
-    for old in link.parent.glob(f".{link.name}.*"):
-        if old != target and own.fullmatch(old.name) and old.is_dir():
-            shutil.rmtree(old, ignore_errors=True)
+        self._build.abort()

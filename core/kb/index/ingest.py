@@ -19,7 +19,7 @@ from tqdm import tqdm
 from core.config.kb import KBSettings
 from core.embed import Embedder
 from core.errors import DocumentError, IndexStateError
-from core.kb.index.builder import IndexBuilder, kb_link, kb_lock
+from core.kb.index.builder import IndexBuilder, kb_dir, kb_link, kb_lock
 from core.kb.index.reader import open_index
 from core.kb.parse.guidelines import parse_guideline
 from core.kb.parse.registry import GUIDELINE_SUFFIXES
@@ -124,16 +124,6 @@ def _parse_here(
         return item, None, str(exc)
 
 
-def _check_spec(manifest: dict[str, Any], spec: dict[str, Any], kb: str) -> None:
-    diff = {k: (manifest.get(k), spec[k]) for k in SPEC_KEYS if manifest.get(k) != spec[k]}
-    if diff:
-        detail = "; ".join(f"{k}: index {a!r} vs now {b!r}" for k, (a, b) in diff.items())
-        raise IndexStateError(
-            f"Index kb_{kb} was built with other settings ({detail})",
-            hint="Rebuild it (`python -m core kb build`, or ingest again with --rebuild).",
-        )
-
-
 def apply_update(
     root: Path,
     kb: str,
@@ -176,7 +166,11 @@ def _apply_update(
     if old is not None:
         extra = {**{k: old.manifest[k] for k in _CARRIED if k in old.manifest}, **(extra or {})}
         try:
-            _check_spec(old.manifest, spec, kb)
+            kb_dir(root, kb).check_spec(
+                old.manifest,
+                {k: spec[k] for k in SPEC_KEYS},
+                hint="Rebuild it (`python -m core kb build`, or ingest again with --rebuild).",
+            )
         except IndexStateError:
             if not reembed:
                 old.close()

@@ -10,13 +10,11 @@ import numpy as np
 
 from core.config.kb import KBSettings
 from core.errors import IndexStateError
-from core.kb.index.builder import file_sha256, kb_link, read_manifest
+from core.kb.index.builder import KIND, kb_dir
 from core.kb.index.docstore import DocStore
 from core.kb.index.lexical import Bm25
 
 __all__ = ["KBIndex", "open_index"]
-
-_HINT = "Rebuild it: `python -m core kb build` for the demo KBs, or ingest the documents again."
 
 
 class KBIndex:
@@ -24,16 +22,10 @@ class KBIndex:
 
     def __init__(self, folder: Path, settings: KBSettings) -> None:
         self.folder = folder
-        self.manifest = read_manifest(folder)
+        self.manifest = KIND.read(folder, verify=settings.verify_checksums)
         self.kb: str = self.manifest["kb"]
         self.n_chunks: int = int(self.manifest["n_chunks"])
         self.dim: int = int(self.manifest["dim"])
-        for name, digest in self.manifest["files"].items():
-            path = folder / name
-            if not path.is_file():
-                raise IndexStateError(f"Index kb_{self.kb}: file {name} is missing", hint=_HINT)
-            if settings.verify_checksums and file_sha256(path) != digest:
-                raise IndexStateError(f"Index kb_{self.kb}: {name} does not match its manifest checksum", hint=_HINT)
         self.store = DocStore(folder / "docstore.sqlite")
         self._vectors = (
             np.memmap(folder / "vectors.f32", dtype=np.float32, mode="r", shape=(self.n_chunks, self.dim))
@@ -49,9 +41,9 @@ class KBIndex:
                 self._dense = faiss.read_index(str(folder / "dense.faiss"))
                 self._bm25 = Bm25(folder / "bm25", self.manifest["bm25_stemmer"])
             except (RuntimeError, OSError, ValueError, KeyError) as exc:
-                raise IndexStateError(f"Index kb_{self.kb}: unreadable ({exc})", hint=_HINT) from exc
+                raise KIND.error(f"Index kb_{self.kb}: unreadable ({exc})") from exc
             if self._dense.ntotal != self.n_chunks:
-                raise IndexStateError(f"Index kb_{self.kb}: vector count differs from the manifest", hint=_HINT)
+                raise KIND.error(f"Index kb_{self.kb}: vector count differs from the manifest")
             if hasattr(self._dense, "nprobe"):
                 self._dense.nprobe = settings.ivf_nprobe
 
@@ -87,11 +79,11 @@ class KBIndex:
 
 def open_index(root: Path, kb: str, settings: KBSettings) -> KBIndex:
     """Open the live version of ``kb``; :class:`IndexStateError` when it does not exist or is damaged."""
-    link = kb_link(root, kb)
-    if not link.exists():
+    versions = kb_dir(root, kb)
+    if not versions.exists():
         raise IndexStateError(
             f"Knowledge base {kb!r} has no index under {root}",
             hint="Build the demo KBs with `python -m core kb build`, or ingest documents with "
             "`python -m core kb ingest-guidelines|ingest-spl PATH`.",
         )
-    return KBIndex(Path(os.path.realpath(link)), settings)
+    return KBIndex(Path(os.path.realpath(versions.link_path)), settings)
