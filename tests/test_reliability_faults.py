@@ -5,13 +5,20 @@ error; never a crash and never a half-saved record (rows are counted).
 
 A full disk is made two ways: a small tmpfs (needs root) and, anywhere, a child
 process under ``RLIMIT_FSIZE`` with SIGXFSZ ignored, whose writes past the limit
-fail with EFBIG as they would with ENOSPC.
+fail with EFBIG as they would with ENOSPC. With SIGXFSZ left to the kernel the
+same write kills the child instead: a build that dies mid-write.
+
+The faults of versioned artifacts (a full disk, a killed build, a damaged
+version) run over all three kinds (``tests/artifact_kinds.py``): the similar-case
+index, a knowledge base and a corpus.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -29,21 +36,16 @@ from sqlalchemy.exc import OperationalError
 from core.answer.draft_writer import generate_report_draft
 from core.answer.drafts import DraftText, save_draft
 from core.answer.service import ask_question, stream_answer
+from core.artifacts import MANIFEST, VersionedDir
 from core.cases import get_similar_cases
 from core.cases.importer import import_cases
 from core.cases.index import CaseIndex
-from core.errors import DiskFullError
-from core.kb.corpus.build import ingest_corpus
-from core.kb.corpus.layout import corpus_link
-from core.kb.corpus.serve import CorpusIndex
-from core.kb.index.builder import IndexBuilder, kb_link
-from core.kb.index.reader import open_index
-from core.kb.types import Chunk
+from core.errors import DiskFullError, IndexStateError
 from core.llm.factory import make_llm
 from core.runtime import Runtime, open_runtime
-from core.settings import load_settings
 from core.store.db import Database
 from core.store.models import AuditLog, Message, ReportDraft, User
+from tests.artifact_kinds import FIRST, KINDS, SECOND
 from tests.backends import PgCluster, writable_runtime
 from tests.conftest import make_settings, scan_of
 from tests.llm_server import FakeLLMServer
@@ -254,108 +256,126 @@ def test_file_size_limit_during_a_case_index_build_keeps_the_previous_index(fres
     rt.db.dispose()
 
 
-_KB_DIM = 128
-
-
-def synthetic_kb(root: Path, n: int) -> None:
-    """Build knowledge base ``user`` under ``root`` from ``n`` synthetic chunks (real SQLite, FAISS and bm25s)."""
-    cfg = load_settings("test", kb={"progress": False}).kb
-    spec = {"encoder_id": "synthetic", "dim": _KB_DIM, "tokenizer_id": "none", "chunk_tokens": 240,
-            "chunk_overlap": 50, "spl_section_tokens": 400, "header_in_index": True, "bm25_stemmer": "english"}  # fmt: skip
-    vecs = np.random.default_rng(n).standard_normal((n, _KB_DIM)).astype(np.float32)
-    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-    chunks = [Chunk(chunk_id=f"c{i}", doc_id=f"d{i // 10}", kb="user", text=f"word{i % 97} common") for i in range(n)]
-    with IndexBuilder(root, "user", spec, cfg) as builder:
-        for start in range(0, n, 250):
-            builder.add(chunks[start : start + 250], vecs[start : start + 250])
-        builder.commit()
-
-
-_KB_CHILD = """
-from tests.test_reliability_faults import synthetic_kb
+# -- every versioned artifact: the case index, a knowledge base, a corpus --------------------------------
+_KILLED_CHILD = """
+import resource, signal, sys
+from pathlib import Path
+from tests.artifact_kinds import KINDS
+signal.signal(signal.SIGXFSZ, signal.SIG_DFL)  # Python ignores it; the kernel now kills the writer mid-write
+resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[1]), resource.RLIM_INFINITY))
+KINDS[sys.argv[2]].build(Path(sys.argv[3]), int(sys.argv[4]))
+"""
+_ARTIFACT_CHILD = """
+from tests.artifact_kinds import KINDS
 
 def work():
     limit()
-    synthetic_kb(Path(sys.argv[2]), int(sys.argv[3]))
+    KINDS[sys.argv[2]].build(Path(sys.argv[3]), int(sys.argv[4]))
 """
+# Where a build of SECOND rows runs out of room, and the error that tells: numpy's short write of the case
+# vectors, EFBIG from the knowledge base's vectors or from FAISS's writer (not lost on close), EFBIG from
+# the corpus's vectors at its second checkpoint.
+_LIMITS = [
+    ("cases", "vectors", SECOND * 64 * 4 // 2, r"OSError: \d+ requested and \d+ written"),
+    ("kb", "vectors", SECOND * 128 * 4 // 2, r"OSError: \[Errno 27\] File too large"),
+    ("kb", "faiss", SECOND * 128 * 4, r"OSError: \[Errno 27\] File too large"),
+    ("corpus", "vectors", 700_000, r"OSError: \[Errno 27\] File too large"),
+]
 
 
-@pytest.mark.parametrize("fails_in", ["vectors", "faiss"])
-def test_file_size_limit_during_a_kb_build_keeps_the_previous_version(tmp_path: Path, fails_in: str) -> None:
-    cfg = load_settings("test", kb={"progress": False}).kb
-    synthetic_kb(tmp_path, 500)
-    live = kb_link(tmp_path, "user").resolve()
-    old = open_index(tmp_path, "user", cfg)
-    query = old.vectors_at([7])[0]
-    dense, lexical = old.dense_search(query, 5), old.bm25_search("word5", 10)
-    old.close()
-    n = 2000
-    # vectors.f32 fails half-way through add(), or fits exactly so that dense.faiss is the first file too large
-    limit = n * _KB_DIM * 4 // (2 if fails_in == "vectors" else 1)
-    got = _under_file_size_limit(_KB_CHILD, limit, str(tmp_path), str(n))
-    assert got["error"] == "DiskFullError", got
-    assert got["cause"] == "OSError: [Errno 27] File too large"  # EFBIG: from FAISS's writer too, not lost on close
-    assert got["hint"] == f"Free space under {tmp_path}; the previous version of kb_user still serves."
-    assert kb_link(tmp_path, "user").resolve() == live
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["kb_user", live.name])  # no .tmp folder left
-    index = open_index(tmp_path, "user", cfg)  # checksums verified
-    assert index.manifest["n_chunks"] == 500
-    assert index.dense_search(query, 5) == dense and index.bm25_search("word5", 10) == lexical
-    index.close()
+@pytest.fixture(params=list(KINDS))
+def built(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, Path, Any]:
+    """An artifact kind with a live version of FIRST rows under ``tmp_path``, and its probe's answers."""
+    art = KINDS[request.param]
+    art.prepare(tmp_path, FIRST)
+    art.build(tmp_path, FIRST)
+    return request.param, tmp_path, art.probe(tmp_path)
 
 
-_CORPUS_CHILD = """
-from core.kb.corpus.build import ingest_corpus
-from tests.conftest import make_settings
-
-def work():
-    settings = make_settings(Path(sys.argv[2]), kb=json.loads(sys.argv[4]))
-    src = Path(sys.argv[3])
-    limit()
-    ingest_corpus(settings, src / "c.jsonl", "syn", embeddings=src / "c.npy", encoder_id="synthetic")
-"""
+def _left(vdir: VersionedDir, live: Path) -> list[str]:
+    """What lies beside the link and the live version."""
+    return sorted(p.name for p in vdir.root.iterdir() if p.name not in (vdir.link, live.name))
 
 
-def _corpus_source(folder: Path, n: int, dim: int = 512) -> np.ndarray:
-    folder.mkdir()
-    vecs = np.random.default_rng(n).standard_normal((n, dim)).astype(np.float32)
-    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-    (folder / "c.jsonl").write_text("".join(json.dumps({"id": f"v{i}", "text": f"row {i}"}) + "\n" for i in range(n)))
-    np.save(folder / "c.npy", vecs)
-    return vecs
+@pytest.mark.parametrize("fault", ["full disk", "killed"])
+@pytest.mark.parametrize(("kind", "where", "limit", "cause"), _LIMITS, ids=[f"{k}-{w}" for k, w, _, _ in _LIMITS])
+def test_a_build_out_of_room_or_killed_keeps_the_previous_version(
+    tmp_path: Path, kind: str, where: str, limit: int, cause: str, fault: str
+) -> None:
+    """A full disk ends in DiskFullError; a build killed mid-write (SIGXFSZ) ends with nothing; either way
+    the previous version serves, verified, with the same answers, and the next build swaps in (a corpus
+    resumes from its last checkpoint)."""
+    art = KINDS[kind]
+    art.prepare(tmp_path, FIRST)
+    art.build(tmp_path, FIRST)
+    vdir = art.vdir(tmp_path)
+    live, before = vdir.link_path.resolve(), art.probe(tmp_path)
+    art.prepare(tmp_path, SECOND)
+    args = (str(limit), kind, str(tmp_path), str(SECOND))
+    if fault == "full disk":
+        got = _under_file_size_limit(_ARTIFACT_CHILD, limit, *args[1:])
+        assert got["error"] == "DiskFullError", got
+        assert re.fullmatch(cause, got["cause"]) and got["hint"] == art.full_hint(tmp_path)
+    else:
+        done = subprocess.run([sys.executable, "-c", _KILLED_CHILD, *args], cwd=REPO, capture_output=True, timeout=300)
+        assert done.returncode == -signal.SIGXFSZ, done.stderr[-4000:]
+    assert vdir.link_path.resolve() == live and art.probe(tmp_path) == before
+    left = _left(vdir, live)
+    if kind == "corpus":  # kept to resume from
+        assert left == [".corpus_syn.resume.tmp"]
+    elif fault == "killed":  # nothing ran to remove it; it is never mistaken for a version
+        assert len(left) == 1 and re.fullmatch(rf"\.{vdir.link}\.[0-9a-f]{{12}}\.tmp", left[0]), left
+    else:
+        assert left == []
+    assert art.build(tmp_path, SECOND) == art.resumes_at  # with room again
+    assert vdir.link_path.resolve() != live and not live.exists()
+    assert art.probe(tmp_path)[0] == SECOND
 
 
-def test_file_size_limit_during_corpus_ingestion_keeps_the_previous_version_and_resumes(tmp_path: Path) -> None:
-    kb = {"progress": False, "corpus": {"checkpoint_rows": 250, "shard_rows": 1000}}
-    settings = make_settings(tmp_path, kb=kb)
-    root = settings.paths.index_dir
-    first = _corpus_source(tmp_path / "v1", 300)
-    ingest_corpus(
-        settings, tmp_path / "v1" / "c.jsonl", "syn", embeddings=tmp_path / "v1" / "c.npy", encoder_id="synthetic"
-    )
-    live = corpus_link(root, "syn").resolve()
-    old = CorpusIndex(live, settings.kb)
-    found = old.search_vector(first[42], 5)
-    old.close()
-    second = _corpus_source(tmp_path / "v2", 2000)
-    # vectors.f32 (512,000 bytes a checkpoint) outgrows the limit at the second checkpoint, before its
-    # document store (about 80 kB a checkpoint) does
-    got = _under_file_size_limit(_CORPUS_CHILD, 700_000, str(tmp_path), str(tmp_path / "v2"), json.dumps(kb))
-    assert got["error"] == "DiskFullError", got
-    assert got["cause"].startswith("OSError: [Errno 27]")
-    assert str(root) in got["hint"] and "resume" in got["hint"] and "previous version still serves" in got["hint"]
-    assert corpus_link(root, "syn").resolve() == live
-    index = CorpusIndex(live, settings.kb)
-    assert index.search_vector(first[42], 5) == found and index.manifest["n_chunks"] == 300
-    index.close()
-    # with room again, the same command resumes from the last checkpoint and swaps the new version in
-    report = ingest_corpus(
-        settings, tmp_path / "v2" / "c.jsonl", "syn", embeddings=tmp_path / "v2" / "c.npy", encoder_id="synthetic"
-    )
-    assert report.resumed_at_line == 250 and report.n_chunks == 2000
-    index = CorpusIndex(corpus_link(root, "syn").resolve(), settings.kb)
-    assert index.search_vector(second[1500], 1)[0][0] == 1500
-    index.close()
+_DAMAGES = {
+    "delete_manifest": "missing or corrupt manifest",
+    "unknown_format": "unknown manifest format",
+    "torn_file": "missing or has the wrong size",
+    "bad_checksum": "does not match its manifest checksum",
+    "delete_version": "",
+    "dangling_link": "",
+}
+
+
+@pytest.mark.parametrize("damage", list(_DAMAGES))
+def test_a_damaged_version_is_refused_and_a_rebuild_answers_as_before(
+    built: tuple[str, Path, Any], damage: str
+) -> None:
+    kind, base, before = built
+    art = KINDS[kind]
+    vdir = art.vdir(base)
+    live = vdir.link_path.resolve()
+    manifest = json.loads((live / MANIFEST).read_text())
+    largest = max(manifest["files"], key=lambda rel: (live / rel).stat().st_size)
+    if damage == "delete_manifest":
+        (live / MANIFEST).unlink()
+    elif damage == "unknown_format":
+        (live / MANIFEST).write_text(json.dumps({**manifest, "format": 99}))
+    elif damage == "torn_file":
+        with (live / largest).open("r+b") as f:
+            f.truncate((live / largest).stat().st_size // 2)
+    elif damage == "bad_checksum":
+        data = bytearray((live / largest).read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        (live / largest).write_bytes(bytes(data))
+    elif damage == "delete_version":
+        shutil.rmtree(live)
+    else:
+        vdir.link_path.unlink()
+        vdir.link_path.symlink_to(live.name + "-gone")
+    with pytest.raises(IndexStateError, match=_DAMAGES[damage] or None) as refused:
+        art.probe(base)
+    if _DAMAGES[damage]:
+        assert refused.value.hint == (vdir.kind.hint or IndexStateError.hint)
+    art.build(base, FIRST)
+    assert art.probe(base) == before
+    assert _left(vdir, vdir.link_path.resolve()) == []
 
 
 # -- the database -------------------------------------------------------------------------------------
