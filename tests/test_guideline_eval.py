@@ -56,8 +56,10 @@ def test_extractive_eval_on_the_frozen_test_split(kb_settings: Settings) -> None
     test = report.splits["test"]
     assert test.answer_rate >= kb_settings.guideline.target_answer_rate  # 0.90 target: 93.5% measured
     assert test.routing_accuracy >= 0.95 and report.splits["train"].routing_accuracy >= 0.95
-    # Measured 84.5% fact (target 85%: one item short, see docs/benchmarks/guideline_qa.md) and 91.4% section.
-    assert test.keyword_hit_rate >= 0.82 and test.section_rate >= kb_settings.guideline.target_section_rate
+    # Measured 87.9% fact (51 of 58; 84.5% before the question-class fixes of docs/benchmarks/guideline_qa.md)
+    # and 94.8% section.
+    assert test.keyword_hit_rate >= kb_settings.guideline.target_fact_rate
+    assert test.section_rate >= kb_settings.guideline.target_section_rate
     injected = [o for o in report.outcomes if o.expect == "refuse"]
     assert injected and all(o.refused for o in injected)
     structural = [o for o in report.outcomes if o.expect in ("none_listed", "absent_section")]
@@ -193,7 +195,7 @@ def test_realistic_documents_ingested_as_an_upload_meet_the_targets(kb_root: Pat
     items = [i for i in load_eval(REPO_ROOT / settings.guideline.eval_path) if i.split == "realistic"]
     report = run_eval(GuidelineQA(settings, retriever=kb, llm=None), items, (SHARED_SPACE,))
     real = report.splits["realistic"]
-    # measured 100% answered, 93.9% fact, 97.0% section (docs/benchmarks/guideline_qa.md)
+    # measured 100% answered, 93.9% fact, 100% section (docs/benchmarks/guideline_qa.md)
     assert real.answer_rate >= 0.9 and real.keyword_hit_rate >= 0.85 and real.section_rate >= 0.9, real
     assert real.ood_abstention == 1.0 and real.refusal_rate == 1.0
     assert real.contamination == 0.0 and real.unsupported_rate == 0.0
