@@ -14,9 +14,8 @@ import streamlit as st
 from core.errors import CasebookError
 
 if TYPE_CHECKING:
-    from core.answer.drafts import DraftText
     from core.auth import CurrentUser
-    from core.reports import DraftRow
+    from core.reports import DraftRow, DraftText
     from core.runtime import Runtime
 
 SECTIONS = ("comparison", "findings", "impression", "recommendations")
@@ -70,7 +69,7 @@ def load_generated(scan_id: str, draft: DraftText) -> None:
 
 def open_saved(draft: DraftRow) -> None:
     """Put a saved draft into the editor."""
-    from core.answer.drafts import split_findings
+    from core.reports import split_findings
 
     comparison, findings = split_findings(draft.findings)
     texts = {
@@ -87,7 +86,7 @@ def _current(key: str) -> dict[str, str]:
 
 
 def _save(rt: Runtime, user: CurrentUser, scan_id: str, state: dict[str, Any]) -> None:
-    from core.answer.drafts import DraftText, join_findings, save_draft
+    from core.reports import DraftText, join_findings, save_draft
 
     texts = _current(state_key(scan_id))
     draft = DraftText(
@@ -105,7 +104,7 @@ def _save(rt: Runtime, user: CurrentUser, scan_id: str, state: dict[str, Any]) -
 
 
 def _sign(rt: Runtime, user: CurrentUser, scan_id: str, state: dict[str, Any]) -> None:
-    from core.answer.drafts import sign_draft
+    from core.reports import sign_draft
 
     try:
         report_id = sign_draft(rt.db, state["draft_id"], user.id, expected_version=state["version"])

@@ -22,8 +22,8 @@ from pages._draft import flash, load_generated, state_key
 from pages._shared import current_user, get_llm, get_remote_llm, remote_backend
 
 if TYPE_CHECKING:
-    from core.answer.draft_writer import DraftPlan
     from core.llm.base import LLM
+    from core.reports.writer import DraftPlan
     from core.runtime import Runtime
 
 MODES = ("auto", "local", "remote", "template")  # auto: the configured model, unless its estimate cannot fit
@@ -67,7 +67,7 @@ def _model(rt: Runtime, mode: str) -> LLM | None:
 
 def _write(rt: Runtime, scan_id: str, plan: DraftPlan, llm: LLM | None, token: CancelToken) -> None:
     """Run the model with a clock, the checked sections and a Cancel button; load the result into the editor."""
-    from core.answer.draft_writer import stream_draft
+    from core.reports.writer import stream_draft
 
     key = state_key(scan_id)
     user = current_user()
@@ -105,7 +105,7 @@ def draft_generation(rt: Runtime, scan_id: str, requested: bool) -> None:
         _choices(scan_id, rt)
         return
     st.session_state.pop(f"{key}:choice", None)
-    from core.answer.draft_writer import plan_draft
+    from core.reports.writer import plan_draft
 
     try:
         with st.spinner("Gathering the similar-case evidence…"):

@@ -111,7 +111,7 @@ def confidence_badge(confidence: str | None) -> None:
 
 def reports_view(reports: list[ReportRow]) -> None:
     """Signed reports, read-only, newest first, with their version links; COMPARISON shown as its own section."""
-    from core.answer.drafts import split_findings
+    from core.reports import split_findings
 
     if not reports:
         st.caption("No signed report for this scan yet.")

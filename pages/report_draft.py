@@ -51,7 +51,7 @@ with right:
 
 def amend(report: ReportRow) -> None:
     """Sign an amended version of ``report`` (the original stays unchanged)."""
-    from core.answer.drafts import amend_report
+    from core.reports import amend_report
 
     k = f"amend-{report.id}"
     try:

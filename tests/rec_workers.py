@@ -51,8 +51,8 @@ def _guess(db: Any, i: int, passwords: list[str], limit: int) -> tuple[str, Any]
 
 
 def _amend(db: Any, i: int, report_id: int, doctor_id: int) -> tuple[str, Any]:
-    from core.answer.draft_store import amend_report
     from core.errors import ConflictError
+    from core.reports import amend_report
 
     try:
         return ("ok", amend_report(db, report_id, doctor_id, f"Findings {i}.", "Impression.", "", reason=f"w{i}"))
@@ -61,9 +61,8 @@ def _amend(db: Any, i: int, report_id: int, doctor_id: int) -> tuple[str, Any]:
 
 
 def _edit(db: Any, i: int, scan_id: str, doctor_id: int, draft_id: int) -> tuple[str, Any]:
-    from core.answer.draft_store import save_draft
-    from core.answer.drafts import DraftText
     from core.errors import ConflictError
+    from core.reports import DraftText, save_draft
 
     try:
         save_draft(db, scan_id, doctor_id, DraftText(f"Edit {i}.", "I.", ""), draft_id=draft_id, expected_version=1)

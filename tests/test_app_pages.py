@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import select
 from streamlit.testing.v1 import AppTest
 
-from core.answer.drafts import DraftText, save_draft, sign_draft
+from core.reports import DraftText, save_draft, sign_draft
 from core.runtime import Runtime
 from core.store.models import Report
 from tests.conftest import scan_of

@@ -18,12 +18,12 @@ import pytest
 from sqlalchemy import func, select, text, update
 from sqlalchemy.exc import DBAPIError
 
-from core.answer.drafts import DraftText, amend_report, save_draft, sign_draft
 from core.answer.records import check_rate_limit, history, record_exchange
 from core.cases import build_context_bundle, get_similar_cases
 from core.cases.search import table_checksum
 from core.contracts import AskAnswer, EmptyReason
 from core.errors import ImmutableRecordError, NotFoundError, RateLimitedError, ReadOnlyViolationError
+from core.reports import DraftText, amend_report, save_draft, sign_draft
 from core.runtime import Runtime, open_runtime
 from core.store.models import HistoricalCase, RateLimitHit, Report, ReportDraft, Scan, User
 from tests.backends import backend_params, pg_runtime, writable_runtime

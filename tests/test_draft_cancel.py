@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from core.answer.draft_writer import DraftEvent, plan_draft, stream_draft
 from core.llm.budget import CancelToken, SpeedMeter
 from core.llm.factory import make_llm
+from core.reports.writer import DraftEvent, plan_draft, stream_draft
 from core.runtime import Runtime, open_runtime
 from core.store.models import AuditLog, Report, ReportDraft
 from tests.conftest import make_settings, scan_of

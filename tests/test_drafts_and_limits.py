@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
-from core.answer.draft_writer import generate_report_draft
-from core.answer.drafts import DraftText, amend_report, save_draft, sign_draft
 from core.answer.records import check_rate_limit
 from core.answer.rules import forbidden_reason
 from core.errors import ConflictError, ImmutableRecordError, InvalidInputError, RateLimitedError
+from core.reports import DraftText, amend_report, save_draft, sign_draft
+from core.reports.writer import generate_report_draft
 from core.runtime import Runtime
 from core.settings import REPO_ROOT
 from core.store.db import Database

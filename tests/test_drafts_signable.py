@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from core.answer.draft_writer import generate_report_draft
-from core.answer.drafts import AI_MARK, COMPARISON_LABEL, join_findings, split_findings
 from core.answer.rules import CASE_ID_RE, forbidden_reason
 from core.llm.factory import make_llm
+from core.reports import AI_MARK, COMPARISON_LABEL, join_findings, split_findings
+from core.reports.writer import generate_report_draft
 from core.runtime import Runtime, open_runtime
 from tests.conftest import make_settings, scan_of
 from tests.llm_server import FakeLLMServer

@@ -19,13 +19,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from core.answer.draft_writer import generate_report_draft
 from core.answer.guard import enforce, guard_draft_sections
 from core.answer.guard_inputs import refusal_lists
 from core.cases import build_context_bundle
 from core.contracts import BundleResult, ContextBundle, CurrentScan, PatientContextOut, PriorReport, SimilarCaseBrief
 from core.llm.factory import make_llm
 from core.privacy.text import escape_markdown
+from core.reports.writer import generate_report_draft
 from core.runtime import Runtime, open_runtime
 from tests.conftest import make_settings, scan_of
 from tests.llm_server import FakeLLMServer

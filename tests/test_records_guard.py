@@ -19,9 +19,8 @@ import pytest
 from sqlalchemy import delete, func, insert, select, text, update
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
-from core.answer.drafts import DraftText, amend_report, save_draft, sign_draft
 from core.errors import AccessDeniedError, ConflictError, ImmutableRecordError, InvalidInputError
-from core.reports import verify_reports
+from core.reports import DraftText, amend_report, save_draft, sign_draft, verify_reports
 from core.runtime import Runtime
 from core.store.models import Report, ReportDraft, User
 from tests.backends import backend_params, writable_runtime

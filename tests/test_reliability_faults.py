@@ -33,8 +33,6 @@ import pytest
 from sqlalchemy import func, select, text
 from sqlalchemy.exc import OperationalError
 
-from core.answer.draft_writer import generate_report_draft
-from core.answer.drafts import DraftText, save_draft
 from core.answer.service import ask_question, stream_answer
 from core.artifacts import MANIFEST, VersionedDir
 from core.cases import get_similar_cases
@@ -42,6 +40,8 @@ from core.cases.importer import import_cases
 from core.cases.index import CaseIndex
 from core.errors import DiskFullError, IndexStateError
 from core.llm.factory import make_llm
+from core.reports import DraftText, save_draft
+from core.reports.writer import generate_report_draft
 from core.runtime import Runtime, open_runtime
 from core.store.db import Database
 from core.store.models import AuditLog, Message, ReportDraft, User

@@ -21,9 +21,9 @@ import pytest
 from sqlalchemy import func, select
 
 from core import audit
-from core.answer.drafts import DraftText, save_draft
 from core.answer.service import ask_question
 from core.errors import RateLimitedError
+from core.reports import DraftText, save_draft
 from core.runtime import Runtime, open_runtime
 from core.settings import Settings
 from core.store.models import AuditLog, Message, ReportDraft, Scan, User

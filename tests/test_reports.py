@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from core.answer.drafts import DraftText, amend_report, save_draft, sign_draft
 from core.errors import NotFoundError
-from core.reports import get_draft, list_drafts, report_versions
+from core.reports import DraftText, amend_report, get_draft, list_drafts, report_versions, save_draft, sign_draft
 from core.runtime import Runtime
 from tests.conftest import scan_of
 from tests.test_app_support import user_of

@@ -18,7 +18,6 @@ import pytest
 from sqlalchemy import func, select, update
 
 from core import audit
-from core.answer.drafts import DraftText, save_draft, sign_draft
 from core.auth import (
     AWAITING_REVIEW,
     CurrentUser,
@@ -29,6 +28,7 @@ from core.auth import (
 )
 from core.demo.patients import DEMO_PASSWORD
 from core.errors import AccessDeniedError, RateLimitedError
+from core.reports import DraftText, save_draft, sign_draft
 from core.runtime import Runtime
 from core.sessions import create_session, resolve_session, revoke_all_sessions, revoke_session, token_hash
 from core.store.models import AuditLog, LoginAttempt, Scan, User, UserSession

@@ -47,7 +47,7 @@ def _ask(args: argparse.Namespace) -> int:
 
 
 def _draft(args: argparse.Namespace) -> int:
-    from core.answer.draft_writer import generate_report_draft
+    from core.reports.writer import generate_report_draft
     from core.runtime import open_runtime
 
     rt = open_runtime(settings_from_args(args))

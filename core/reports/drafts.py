@@ -1,11 +1,9 @@
 """Report drafts: generated in memory, saved only by an explicit action, signed into immutable reports.
 
-This module owns the draft's shape and its template; the model's part (estimate,
-live stream, Cancel) is :mod:`core.answer.draft_writer`, which never writes a draft.
-``save_draft`` creates or updates a ``report_drafts`` row; ``sign_draft`` turns a saved draft into a signed report;
-``amend_report`` creates a new version that supersedes a signed report, which
-itself never changes. Those three live in :mod:`core.answer.draft_store`
-(ownership, versions, locks and audit) and are re-exported here.
+This module owns the draft's shape (:class:`DraftText`, the stored COMPARISON +
+FINDINGS text) and the template draft written from the record alone. The model's part
+(estimate, live stream, Cancel) is :mod:`core.reports.writer`; saving, signing and
+amending are :mod:`core.reports.store`.
 
 A generated draft has four sections a doctor could sign: COMPARISON (the prior
 signed reports, by date, labelled prior), FINDINGS (the current scan only, its AI
@@ -22,18 +20,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from core.answer.draft_store import amend_report, save_draft, sign_draft
 from core.contracts import NO_COMPARABLE_CASES, BundleResult
 
 __all__ = [
     "AI_MARK",
     "COMPARISON_LABEL",
     "DraftText",
-    "amend_report",
     "join_findings",
     "parse_sections",
-    "save_draft",
-    "sign_draft",
     "split_findings",
     "template_draft",
 ]

@@ -1,6 +1,6 @@
 """Read models for the report pages: a scan's saved drafts, its signed report versions, and their verification.
 
-Writes stay in :mod:`core.answer.drafts` (``save_draft``, ``sign_draft``,
+Writes are :mod:`core.reports.store` (``save_draft``, ``sign_draft``,
 ``amend_report``); this module only reads, through the read-only engine.
 """
 

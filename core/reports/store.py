@@ -1,7 +1,7 @@
 """Saving, signing and amending reports: the only writes of the report workflow.
 
 Each write checks in ``core`` what a page might forget, in one transaction
-with its audit row:
+with its audit row (:mod:`core.reports.audit`):
 
 - a draft is changed only by its author, on its own scan, while it is open,
   and only from the version the author last saw (``expected_version``): a
@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 
-from core import audit
 from core.errors import AccessDeniedError, ConflictError, ImmutableRecordError, InvalidInputError, NotFoundError
+from core.reports import audit as report_audit
 from core.store.db import Database
 from core.store.models import Report, ReportDraft, User, utcnow
 
 if TYPE_CHECKING:
-    from core.answer.drafts import DraftText
+    from core.reports.drafts import DraftText
 
 __all__ = ["amend_report", "save_draft", "sign_draft"]
 
@@ -98,7 +98,7 @@ def save_draft(
             )
             s.add(row)
             s.flush()
-            audit.record_in(s, audit.DRAFT_SAVE, author_id, scan_id, draft_id=row.id, version=1)
+            report_audit.draft_saved(s, author_id, scan_id, row.id, 1)
             return row.id
         done = s.execute(
             update(ReportDraft)
@@ -122,7 +122,7 @@ def save_draft(
             s.rollback()
             raise _refusal(db, draft_id, scan_id, author_id, expected_version)
         assert expected_version is not None
-        audit.record_in(s, audit.DRAFT_SAVE, author_id, scan_id, draft_id=draft_id, version=expected_version + 1)
+        report_audit.draft_saved(s, author_id, scan_id, draft_id, expected_version + 1)
         return draft_id
 
 
@@ -158,10 +158,7 @@ def sign_draft(db: Database, draft_id: int, doctor_id: int, *, expected_version:
         s.add(report)
         s.flush()
         draft.report_id = report.id
-        audit.record_in(
-            s, audit.DRAFT_SIGN, doctor_id, draft.scan_id, draft_id=draft_id, report_id=report.id,
-            content_hash=report.content_hash,
-        )  # fmt: skip
+        report_audit.draft_signed(s, doctor_id, draft.scan_id, draft_id, report.id, report.content_hash)
         return report.id
 
 
@@ -215,8 +212,8 @@ def amend_report(
             raise ConflictError(
                 f"Report {report_id} was amended by someone else at the same time; amend the current version"
             ) from exc
-        audit.record_in(
-            s, audit.REPORT_AMEND, doctor_id, old.scan_id, report_id=new.id, supersedes_id=old.id,
-            version=new.version, content_hash=new.content_hash,
+        report_audit.report_amended(
+            s, doctor_id, old.scan_id, report_id=new.id, supersedes_id=old.id, version=new.version,
+            content_hash=new.content_hash,
         )  # fmt: skip
         return new.id

@@ -25,17 +25,17 @@ from collections.abc import Generator
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from core.answer.drafts import DraftText, parse_sections, template_draft
 from core.answer.facts import bundle_facts
 from core.answer.guard import guard_draft_sections
 from core.answer.prompt import draft_messages, prompt_hash
-from core.answer.records import audit
 from core.answer.rules import CASE_ID_RE
 from core.cases import build_context_bundle
 from core.contracts import BundleResult
 from core.errors import BackendCancelledError, BackendTimeoutError, CasebookError
 from core.llm.base import LLM, Message
 from core.llm.budget import CancelToken, Estimate, estimate, feature_budget
+from core.reports import audit as report_audit
+from core.reports.drafts import DraftText, parse_sections, template_draft
 from core.runtime import Runtime
 from core.settings import Settings
 
@@ -217,12 +217,6 @@ def generate_report_draft(
 
 def _audit_draft(rt: Runtime, plan: DraftPlan, doctor_id: int | None, llm: LLM, outcome: str) -> None:
     assert plan.messages is not None
-    audit(
-        rt.db,
-        actor_id=doctor_id,
-        action="draft",
-        scan_ref=plan.scan_id,
-        backend=llm.backend,
-        prompt_hash=prompt_hash(plan.messages),
-        outcome=outcome,
+    report_audit.draft_generated(
+        rt.db, doctor_id, plan.scan_id, backend=llm.backend, prompt_hash=prompt_hash(plan.messages), outcome=outcome
     )
