@@ -155,7 +155,9 @@ def show_result(result: QAResult) -> None:
 
 def ask_panel(settings: str, kbs: dict[str, Any], spaces: tuple[str, ...] = ()) -> None:
     """The question form and the last answer; ``spaces`` are the doctor's document spaces (searched too)."""
-    if not (kbs.get("guidelines", {}).get("exists") or kbs.get("druglabels", {}).get("exists")):
+    from core.kb.specs import ROUTED_KBS
+
+    if not any(kbs.get(kb, {}).get("exists") for kb in ROUTED_KBS):
         st.info(
             "No guideline or drug-label knowledge base is built yet. Run `python -m core setup` "
             "(or `make run`) to build the demo knowledge bases, then reload this page.",

@@ -13,7 +13,6 @@ if TYPE_CHECKING:
     from core.auth import CurrentUser
     from core.kb.spaces import DocumentSpaces
 
-UPLOAD_TYPES = ["md", "markdown", "html", "htm", "pdf", "xml", "zip"]
 _FLASH = "mydocs:flash"
 _ROUND = "mydocs:round"
 
@@ -35,7 +34,7 @@ def my_spaces(settings: str, user: CurrentUser) -> tuple[str, ...]:
 
 def mydocs_panel(settings: str, user: CurrentUser, max_mb: int) -> None:
     """Upload, list, delete and re-ingest the doctor's documents."""
-    from core.kb.spaces import owner_key
+    from core.kb.spaces import UPLOAD_TYPES, owner_key
 
     owner = owner_key(user.id)
     st.markdown(
@@ -48,7 +47,7 @@ def mydocs_panel(settings: str, user: CurrentUser, max_mb: int) -> None:
     shared = st.toggle("Add to the shared space", key="mydocs-shared", help="Every doctor can search the shared space.")
     files = st.file_uploader(
         f"Documents (up to {max_mb} MB each)",
-        type=UPLOAD_TYPES,
+        type=list(UPLOAD_TYPES),
         accept_multiple_files=True,
         key=f"mydocs-upload-{st.session_state.get(_ROUND, 0)}",
         help=f"Each file may be up to {max_mb} MB. PDFs are read for their headings; scanned images are not.",

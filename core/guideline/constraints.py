@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from core.config.guideline import GuidelineQASettings
 from core.guideline.text import contains_phrase, find_phrases
 from core.kb.index.fusion import rrf
+from core.kb.specs import LABEL_KB
 from core.kb.types import Hit
 
 __all__ = [
@@ -32,7 +33,6 @@ __all__ = [
     "section_matches",
 ]
 
-LABEL_KB = "druglabels"
 
 
 @dataclass(frozen=True)

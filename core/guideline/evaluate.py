@@ -39,6 +39,7 @@ from core.guideline.pipeline import GuidelineQA
 from core.guideline.router import drug_synonyms
 from core.guideline.types import EvidenceChunk, QAAnswer, QAResult, Route
 from core.kb.lexicon import DrugLexicon
+from core.kb.specs import LABEL_KB
 from core.kb.types import Hit
 
 __all__ = [
@@ -197,7 +198,7 @@ def score_item(item: EvalItem, result: QAResult, lexicon: DrugLexicon, cfg: Guid
     drugs = [d for d in (item.target_drug,) if d] + [e.name for e in lexicon.find_in(item.question)]
     allowed = drug_synonyms(lexicon, drugs, cfg.drug_aliases)
     out.contaminated = bool(allowed) and any(
-        e.drug_names and not allowed.intersection(e.drug_names) for e in result.evidence if e.kb == "druglabels"
+        e.drug_names and not allowed.intersection(e.drug_names) for e in result.evidence if e.kb == LABEL_KB
     )
     text = " ".join([result.statement or "", *(b.text for b in result.bullets)]).lower()
     if item.expect in ("none_listed", "absent_section"):

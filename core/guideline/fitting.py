@@ -33,10 +33,11 @@ from core.guideline.pipeline import GuidelineQA
 from core.guideline.retrieval import constrained_retrieval
 from core.guideline.router import drug_synonyms, route_question
 from core.guideline.types import Trace
+from core.kb.specs import ROUTED_KBS
 
 __all__ = ["Row", "collect_rows", "fit_report", "plot_sensitivity", "sensitivity"]
 
-KBS = ("guidelines", "druglabels")
+KBS = ROUTED_KBS  # the knowledge bases Guideline QA routes to, calibrated per KB
 GRID = [round(x, 2) for x in np.arange(0.05, 1.0, 0.05)]
 
 

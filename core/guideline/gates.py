@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from core.config.guideline import GuidelineQASettings
 from core.guideline.text import find_phrases, jaccard, key_tokens, overlap_ratio, split_sentences
+from core.kb.specs import LABEL_KB
 from core.kb.types import Hit
 
 __all__ = [
@@ -71,7 +72,7 @@ def source_label(hit: Hit) -> str:
 
     A label whose title is a brand name adds the generic name: ``Demoquiline (bedaquiline) label — Contraindications``.
     """
-    if hit.set_id or hit.kb == "druglabels":
+    if hit.set_id or hit.kb == LABEL_KB:
         title = hit.title or "Drug"
         generic = sorted((n for n in hit.drug_names if n != title.lower() and " " not in n), key=len)
         name = f"{title} ({generic[0]})" if generic and generic[0] not in title.lower() else title

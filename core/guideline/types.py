@@ -36,9 +36,9 @@ class RouteDecision(_Model):
     @property
     def kbs(self) -> tuple[str, ...]:
         """The knowledge bases this route searches."""
-        return {"guideline": ("guidelines",), "drug": ("druglabels",), "mixed": ("guidelines", "druglabels")}.get(
-            self.route, ()
-        )
+        from core.kb.specs import kbs_for_route  # here: importing core.kb loads the whole package
+
+        return kbs_for_route(self.route)
 
 
 class Snippet(_Model):

@@ -14,15 +14,13 @@ from core.kb.index.ingest import IngestReport, apply_update, parse_files
 from core.kb.index.retriever import HybridRetriever
 from core.kb.lexicon import DrugLexicon
 from core.kb.parse.tokens import TokenCounter, make_token_counter
-from core.kb.types import KB_NAMES, SPACE_PREFIX, is_kb_name
+from core.kb.specs import KB_NAMES, kbs_for_kind
+from core.kb.types import SPACE_PREFIX, is_kb_name
 
 if TYPE_CHECKING:
     from core.settings import Settings
 
 __all__ = ["KnowledgeBase"]
-
-_KIND_KBS = {"guideline": ("guidelines", "user"), "spl": ("druglabels", "user")}
-
 
 class KnowledgeBase(HybridRetriever):
     """Everything the app and the CLI do with knowledge bases.
@@ -58,10 +56,9 @@ class KnowledgeBase(HybridRetriever):
         new version holds only these documents. Nothing is written when no file
         parsed and ``rebuild`` is false.
         """
-        if not is_kb_name(kb) or (kb not in _KIND_KBS[kind] and not kb.startswith(SPACE_PREFIX)):
-            raise InvalidInputError(
-                f"{kind} documents go to {' or '.join(_KIND_KBS[kind])} or a document space, not {kb!r}"
-            )
+        allowed = kbs_for_kind(kind)
+        if not is_kb_name(kb) or (kb not in allowed and not kb.startswith(SPACE_PREFIX)):
+            raise InvalidInputError(f"{kind} documents go to {' or '.join(allowed)} or a document space, not {kb!r}")
         start = time.perf_counter()
         report = IngestReport(kb=kb)
         docs, report.errors = parse_files(paths, kind, kb, self.settings.kb, self.token_counter)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from core.kb.types import KB_NAMES
+from core.kb.specs import KB_NAMES, kbs_for_kind
 
 __all__ = ["register"]
 
@@ -170,10 +170,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     kb = sub.add_parser("kb", help="Knowledge bases: guidelines, FDA drug labels, user documents.")
     kbsub = kb.add_subparsers(dest="kb_command", required=True)
 
-    for name, kind, default, choices, what in (
-        ("ingest-guidelines", "guideline", "guidelines", ("guidelines", "user"), "Markdown/HTML/PDF guidelines"),
-        ("ingest-spl", "spl", "druglabels", ("druglabels", "user"), "SPL XML labels (files, folders, DailyMed zips)"),
+    for name, kind, default, what in (
+        ("ingest-guidelines", "guideline", "guidelines", "Markdown/HTML/PDF guidelines"),
+        ("ingest-spl", "spl", "druglabels", "SPL XML labels (files, folders, DailyMed zips)"),
     ):
+        choices = kbs_for_kind(kind)
         p = kbsub.add_parser(name, help=f"Ingest {what}.")
         p.add_argument("paths", nargs="+", help="Files, folders or zip archives.")
         p.add_argument("--kb", choices=choices, default=None, help=f"Target knowledge base (default {default}).")

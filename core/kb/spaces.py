@@ -28,17 +28,19 @@ from typing import TYPE_CHECKING
 
 from core.errors import AccessDeniedError, InvalidInputError, NotFoundError
 from core.kb.index.builder import kb_link
-from core.kb.index.ingest import IngestReport, apply_update, parse_files
+from core.kb.index.ingest import IngestReport, apply_update, parse_files, upload_suffixes
 from core.kb.types import SPACE_PREFIX, Document, FileError
 
 if TYPE_CHECKING:
     from core.kb.base import KnowledgeBase
     from core.settings import Settings
 
-__all__ = ["SHARED_SPACE", "DocumentSpaces", "SpaceDocument", "doctor_spaces", "owner_key", "space_of"]
+__all__ = ["SHARED_SPACE", "UPLOAD_TYPES", "DocumentSpaces", "SpaceDocument", "doctor_spaces", "owner_key", "space_of"]
 
 SHARED_SPACE = "user"
 _KINDS = {".xml": "spl", ".zip": "spl"}  # everything else is a guideline document
+# What an upload may be: every file type the parsers of a space's document kinds read, and zips of them.
+UPLOAD_TYPES: tuple[str, ...] = (*(s.lstrip(".") for s in upload_suffixes(SHARED_SPACE)), "zip")
 
 
 def owner_key(user_id: int) -> str:

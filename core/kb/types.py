@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from core.kb.specs import KB_NAMES
+
 __all__ = [
     "KB_NAMES",
     "SPACE_PREFIX",
@@ -26,9 +28,8 @@ __all__ = [
     "is_kb_name",
 ]
 
-KBName = Literal["guidelines", "druglabels", "user"]
+KBName = str  # a name in KB_NAMES (registered in core.kb.specs) or a document space
 SearchMode = Literal["hybrid", "dense", "bm25"]
-KB_NAMES: tuple[str, ...] = ("guidelines", "druglabels", "user")
 SPACE_PREFIX = "user."  # a doctor's own document space is ``user.<slug>``; ``user`` is the shared space
 _SPACE = re.compile(r"user\.[a-z0-9][a-z0-9_-]{0,63}")
 

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 from core.artifacts import file_sha256
 from core.errors import CasebookError
 from core.kb.index.builder import FORMAT_VERSION, KIND, kb_link
-from core.kb.index.ingest import PARSER_VERSION
-from core.kb.parse.registry import GUIDELINE_SUFFIXES
+from core.kb.index.ingest import PARSER_VERSION, PARSERS
+from core.kb.specs import KB_SPECS
 
 if TYPE_CHECKING:
     from core.kb.base import KnowledgeBase
@@ -32,10 +32,9 @@ log = logging.getLogger(__name__)
 _SHAPING = {"chunk_tokens", "chunk_overlap", "spl_section_tokens", "header_in_index", "bm25_stemmer",
             "ivf_min_chunks", "ivf_nlist"}  # fmt: skip
 
-# kb name -> (sub-folder of the demo assets, document kind, file suffixes)
+# kb name -> (sub-folder of the demo assets, document kind, file suffixes), for every KB with a demo source
 DEMO_SOURCES: dict[str, tuple[str, str, tuple[str, ...]]] = {
-    "guidelines": ("guidelines", "guideline", GUIDELINE_SUFFIXES),
-    "druglabels": ("labels", "spl", (".xml",)),
+    s.name: (s.demo, s.kinds[0], PARSERS[s.kinds[0]][1]) for s in KB_SPECS if s.demo
 }
 
 

@@ -27,9 +27,19 @@ from core.kb.parse.sandbox import parse_isolated
 from core.kb.parse.sources import SourceItem, iter_sources
 from core.kb.parse.spl import parse_spl
 from core.kb.parse.tokens import TokenCounter
+from core.kb.specs import kb_spec
 from core.kb.types import Document, FileError
 
-__all__ = ["PARSER_VERSION", "SPEC_KEYS", "IngestReport", "apply_update", "index_spec", "parse_files"]
+__all__ = [
+    "PARSERS",
+    "PARSER_VERSION",
+    "SPEC_KEYS",
+    "IngestReport",
+    "apply_update",
+    "index_spec",
+    "parse_files",
+    "upload_suffixes",
+]
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +57,11 @@ PARSERS: dict[str, tuple[Parser, tuple[str, ...]]] = {
     "guideline": (parse_guideline, GUIDELINE_SUFFIXES),
     "spl": (parse_spl, (".xml",)),
 }
+
+
+def upload_suffixes(kb: str) -> tuple[str, ...]:
+    """File suffixes the parsers of ``kb``'s document kinds read (``.md``, ..., ``.xml``), in registry order."""
+    return tuple(s for kind in kb_spec(kb).kinds for s in PARSERS[kind][1])
 
 
 @dataclass
