@@ -11,29 +11,51 @@ from core.embed import Embedder
 from core.errors import InvalidInputError, NotFoundError
 from core.kb.index.builder import kb_link
 from core.kb.index.ingest import IngestReport, apply_update, parse_files
+from core.kb.index.reader import KBIndex
 from core.kb.index.retriever import HybridRetriever
 from core.kb.lexicon import DrugLexicon
 from core.kb.parse.tokens import TokenCounter, make_token_counter
 from core.kb.specs import KB_NAMES, kbs_for_kind
-from core.kb.types import SPACE_PREFIX, is_kb_name
+from core.kb.types import SPACE_PREFIX, Hit, SearchMode, is_kb_name
 
 if TYPE_CHECKING:
     from core.settings import Settings
 
 __all__ = ["KnowledgeBase"]
 
-class KnowledgeBase(HybridRetriever):
+class KnowledgeBase:
     """Everything the app and the CLI do with knowledge bases.
 
+    Search goes to ``retriever`` (a :class:`HybridRetriever` over the same
+    ``index_dir``, built from ``settings`` unless one is passed in, so several
+    users can share one set of open indexes and one embedder); the knowledge
+    base adds ingestion, deletion, statistics and the drug lexicon.
     ``embedder`` and ``token_counter`` default to the ones ``settings.embed``
     selects; tests pass small real ones in.
     """
 
     def __init__(
-        self, settings: Settings, embedder: Embedder | None = None, token_counter: TokenCounter | None = None
+        self,
+        settings: Settings,
+        embedder: Embedder | None = None,
+        token_counter: TokenCounter | None = None,
+        retriever: HybridRetriever | None = None,
     ) -> None:
-        super().__init__(settings, embedder)
+        if retriever is not None and embedder is not None:
+            raise ValueError("pass the embedder to the retriever, not beside it")
+        self.settings = settings
+        self.retriever = retriever if retriever is not None else HybridRetriever(settings, embedder)
         self._counter = token_counter
+
+    @property
+    def root(self) -> Path:
+        """The folder holding every index (``settings.paths.index_dir``)."""
+        return self.retriever.root
+
+    @property
+    def embedder(self) -> Embedder:
+        """The passage and query embedder, the retriever's (built on first use)."""
+        return self.retriever.embedder
 
     @property
     def token_counter(self) -> TokenCounter:
@@ -41,6 +63,18 @@ class KnowledgeBase(HybridRetriever):
         if self._counter is None:
             self._counter = make_token_counter(self.settings.embed)
         return self._counter
+
+    def index(self, kb: str) -> KBIndex:
+        """The live index of ``kb`` (see :meth:`HybridRetriever.index`)."""
+        return self.retriever.index(kb)
+
+    def search(self, query: str, kb: str, top_k: int, mode: SearchMode = "hybrid") -> list[Hit]:
+        """The ``top_k`` best chunks of ``kb`` for ``query``: the retriever's answer (:class:`Retriever`)."""
+        return self.retriever.search(query, kb, top_k, mode)
+
+    def close(self) -> None:
+        """Close every index the retriever opened."""
+        self.retriever.close()
 
     def ingest(
         self,
