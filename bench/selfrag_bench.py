@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from core.config.selfrag import SelfRagSettings
-from core.selfrag.types import CriticReading, Document
+from core.selfrag.types import CriticReading, Passage
 
 QUESTION = (
     "A 40-year-old man has newly diagnosed, drug-susceptible pulmonary tuberculosis. Which regimen is recommended "
@@ -58,18 +58,18 @@ def _shape(size: str) -> tuple[int, int, int, int | None]:
     return parts[0], parts[1], parts[2] if len(parts) > 2 else 8, parts[3] if len(parts) > 3 else None
 
 
-def _documents(n: int, words: int) -> list[Document]:
+def _documents(n: int, words: int) -> list[Passage]:
     """``n`` distinct passages of ``words`` words cut from the demo guideline texts."""
     root = Path(__file__).resolve().parent.parent / "assets" / "kb" / "guidelines"
     vocab = " ".join(p.read_text(encoding="utf-8") for p in sorted(root.glob("*.md"))).split()
     step = max(1, (len(vocab) - words) // n)
-    return [Document(f"d{i}", " ".join(vocab[i * step : i * step + words]), f"passage {i}") for i in range(n)]
+    return [Passage(f"d{i}", " ".join(vocab[i * step : i * step + words]), f"passage {i}") for i in range(n)]
 
 
-Reader = Callable[[str, list[Document]], list[CriticReading]]
+Reader = Callable[[str, list[Passage]], list[CriticReading]]
 
 
-def _time(fn: Reader, documents: list[Document], reps: int, sync: Callable[[], None]) -> tuple[list[float], Any]:
+def _time(fn: Reader, documents: list[Passage], reps: int, sync: Callable[[], None]) -> tuple[list[float], Any]:
     """Seconds of ``reps`` calls (the device synchronised before each clock read) and the last result."""
     runs, result = [], None
     for _ in range(reps):
@@ -252,6 +252,7 @@ def bench_server(questions: int, parallel: int, max_tokens: int, timeout_s: floa
     from core.selfrag.evaluate import run_eval
     from core.selfrag.factory import build_pipeline
     from core.selfrag.mcq import MCQItem, load_benchmark
+    from core.selfrag.retrieval import KBRetriever, StaticRetriever
     from core.settings import load_settings
 
     pool = [i for p in (Path("assets/mcq/mcq_sample_mirage.json"), Path("assets/mcq/mcq_sample_selfbiorag.jsonl"))
@@ -272,7 +273,7 @@ def bench_server(questions: int, parallel: int, max_tokens: int, timeout_s: floa
                    "openai": {"base_url": url, "model": "default", "api_key_env": "CASEBOOK_BENCH_LLAMA_KEY"}}  # fmt: skip
             settings = load_settings(llm=llm, selfrag=sr | {"concurrency": parallel})
             workers = parallel
-        pipeline = build_pipeline(settings, retriever=_NoDocs())
+        pipeline = build_pipeline(settings, retriever=KBRetriever(StaticRetriever([]), ["none"], "hybrid"))  # nothing to judge
         load = os.getloadavg()[0]
         started = time.perf_counter()
         summaries = run_eval(pipeline, items, out / f"server_{name}.jsonl", "adaptive", progress=True, workers=workers)
@@ -283,13 +284,6 @@ def bench_server(questions: int, parallel: int, max_tokens: int, timeout_s: floa
                      "load_start": round(load, 2), "load_end": round(os.getloadavg()[0], 2)})  # fmt: skip
         del pipeline, server
     return rows
-
-
-class _NoDocs:
-    """A retriever with nothing in it: the decision is still asked, no document is judged."""
-
-    def retrieve(self, query: str, k: int) -> list[Any]:
-        return []
 
 
 def _cell(value: Any) -> str:

@@ -22,7 +22,7 @@ from core.kb.corpus.records import RecordError, parse_record
 from core.kb.corpus.serve import CorpusIndex, CorpusSearch
 from core.kb.corpus.vectors import VectorFile, VectorWriter
 from core.kb.index.docstore import DocStore
-from core.kb.types import Retriever
+from core.kb.protocols import Retriever
 from core.settings import Settings
 from tests.conftest import make_settings
 

@@ -13,7 +13,7 @@ from core.llm.factory import make_llm
 from core.selfrag.critic import JudgeCritic, LLMReflectionCritic, first_token_labels
 from core.selfrag.factory import build_pipeline
 from core.selfrag.prompts import format_mcq
-from core.selfrag.retrieval import StaticRetriever
+from core.selfrag.retrieval import KBRetriever, StaticRetriever
 from core.selfrag.tokens import (
     FULLY_SUPPORTED,
     IRRELEVANT,
@@ -24,12 +24,17 @@ from core.selfrag.tokens import (
     RETRIEVAL,
     UTILITY_TOKENS,
 )
-from core.selfrag.types import Document
+from core.selfrag.types import Passage
 from core.settings import Settings, load_settings
 from tests.conftest import make_settings
 from tests.llm_server import FakeLLMServer
 
-DOC = Document("cap-1", "Outpatient pneumonia in healthy adults: amoxicillin 1 g three times daily.", "CAP therapy")
+DOC = Passage("cap-1", "Outpatient pneumonia in healthy adults: amoxicillin 1 g three times daily.", "CAP therapy")
+
+
+def _static(passages: list[Passage]) -> KBRetriever:
+    """The pipeline's retriever over fixed passages."""
+    return KBRetriever(StaticRetriever(passages), ["static"], "hybrid")
 OPTIONS = {"A": "Vancomycin", "B": "Amoxicillin", "C": "Meropenem"}
 QUESTION = "Which antibiotic is first choice for outpatient pneumonia in a healthy adult?"
 
@@ -99,7 +104,7 @@ def test_judge_pipeline_end_to_end_over_http(llm_server: FakeLLMServer, tmp_path
     llm_server.reply = "B"
     llm_server.token_probs = {"B": {"B": 0.5, "Yes": 0.2, "No": 0.05, "5": 0.2, "1": 0.05}}
     settings = _openai(llm_server, tmp_path, judge_batch="separate", retrieval_threshold=0.1)
-    pipeline = build_pipeline(settings, retriever=StaticRetriever([DOC]))
+    pipeline = build_pipeline(settings, retriever=_static([DOC]))
     trace = pipeline.run(QUESTION, OPTIONS)
     assert trace.decision is not None and trace.decision.retrieve
     assert trace.decision.p_retrieve == pytest.approx(0.2)  # P(No) / (P(Yes) + P(No)) = 0.05 / 0.25
@@ -125,7 +130,7 @@ def test_combined_judge_reads_three_answers_from_one_request(llm_server: FakeLLM
         " 2": {" 2": 0.6, " 1": 0.3, " 3": 0.1},
         " 4": {" 4": 0.5, " 5": 0.4, " 3": 0.1},
     }
-    docs = [DOC, Document("d2", "second"), Document("d3", "third")]
+    docs = [DOC, Passage("d2", "second"), Passage("d3", "third")]
     before = len(llm_server.requests)
     readings = critic.documents(QUESTION, docs)
     assert len(llm_server.requests) - before == 3  # one request per document, whatever the concurrency
@@ -150,28 +155,28 @@ def test_relevance_floor_keeps_off_topic_documents_from_the_generator(
 ) -> None:
     llm_server.reply = "No 3 1"  # every judge answer (and the answer text) reads "No 3 1"
     llm_server.token_probs = {"No": {"No": 0.7, "Yes": 0.3}, " 1": {" 1": 0.6, " 5": 0.4}}
-    docs = [DOC, Document("x", "Paris has the Eiffel Tower.", "Paris")]
+    docs = [DOC, Passage("x", "Paris has the Eiffel Tower.", "Paris")]
     settings = _openai(llm_server, tmp_path, top_k=5, max_iterations=1)
-    trace = build_pipeline(settings, retriever=StaticRetriever(docs)).run(QUESTION, OPTIONS, mode="always")
+    trace = build_pipeline(settings, retriever=_static(docs)).run(QUESTION, OPTIONS, mode="always")
     assert len(trace.documents) == 2 and all(d.relevance == pytest.approx(0.3) for d in trace.documents)
     assert not any(d.kept for d in trace.documents)
     assert "none of 2 judged documents reached relevance 0.5" in trace.retrieval_note
     generation = next(r for r in llm_server.requests if r.body.get("max_tokens") == settings.selfrag.generation_max_tokens)
     assert "<paragraph>" not in generation.text()  # answered without evidence
     floor0 = _openai(llm_server, tmp_path, top_k=5, max_iterations=1, relevance_floor=0.0)
-    trace = build_pipeline(floor0, retriever=StaticRetriever(docs)).run(QUESTION, OPTIONS, mode="always")
+    trace = build_pipeline(floor0, retriever=_static(docs)).run(QUESTION, OPTIONS, mode="always")
     assert all(d.kept for d in trace.documents) and "2 of 2 judged documents passed" in trace.retrieval_note
-    trace = build_pipeline(settings, retriever=StaticRetriever(docs)).run(QUESTION, OPTIONS, mode="no-retrieval")
+    trace = build_pipeline(settings, retriever=_static(docs)).run(QUESTION, OPTIONS, mode="no-retrieval")
     assert trace.retrieval_note == "not retrieved: mode no-retrieval"
 
 
 def test_stage_budgets_end_reranking_and_regeneration_early(llm_server: FakeLLMServer, tmp_path: Path) -> None:
     llm_server.reply = "Yes 1 2"  # the answer's utility is read from its first token: "2" among the alternatives
     llm_server.token_probs = {"Yes": {"Yes": 0.6, "No": 0.1, "2": 0.3}, " 2": {" 2": 0.9, " 3": 0.1}}
-    docs = [DOC, Document("d2", "amoxicillin dose"), Document("d3", "amoxicillin adults")]
+    docs = [DOC, Passage("d2", "amoxicillin dose"), Passage("d3", "amoxicillin adults")]
     tiny = 1e-9  # spent as soon as the first group of documents or the first answer is done
     settings = _openai(llm_server, tmp_path, top_k=3, budget_rerank_s=tiny, budget_reflection_s=tiny)
-    trace = build_pipeline(settings, retriever=StaticRetriever(docs)).run(QUESTION, OPTIONS, mode="always")
+    trace = build_pipeline(settings, retriever=_static(docs)).run(QUESTION, OPTIONS, mode="always")
     assert len(trace.documents) == 1  # one document judged, two dropped unjudged
     assert len(trace.iterations) == 1  # utility 2 < 4 would regenerate, but the budget is spent
     assert any("rerank budget" in n and "2 dropped unjudged" in n for n in trace.budget_notes)
@@ -184,7 +189,7 @@ def test_timeout_is_its_own_abstention(llm_server: FakeLLMServer, tmp_path: Path
         tmp_path, llm=llm_server.llm_overrides("openai", timeout_s=0.3, max_retries=0), selfrag={"mode": "no-retrieval"}
     )
     llm_server.fail_slow(1.0)
-    trace = build_pipeline(settings, retriever=StaticRetriever([DOC])).run(QUESTION, OPTIONS)
+    trace = build_pipeline(settings, retriever=_static([DOC])).run(QUESTION, OPTIONS)
     assert trace.abstention is not None and trace.abstention.reason == "timeout" and trace.letter is None
 
 
@@ -192,7 +197,7 @@ def test_low_utility_regenerates_and_keeps_the_best(llm_server: FakeLLMServer, t
     llm_server.reply = "C"
     llm_server.token_probs = {"C": {"C": 0.6, "Yes": 0.3, "2": 0.1}}
     settings = _openai(llm_server, tmp_path, max_iterations=3)
-    trace = build_pipeline(settings, retriever=StaticRetriever([DOC])).run(QUESTION, OPTIONS)
+    trace = build_pipeline(settings, retriever=_static([DOC])).run(QUESTION, OPTIONS)
     assert trace.decision is not None and not trace.decision.retrieve  # P(retrieve) = 0 < 0.3
     assert [it.expected_utility for it in trace.iterations] == [2.0, 2.0, 2.0]
     assert [it.temperature for it in trace.iterations] == [0.0, 0.7, 0.7]
@@ -204,7 +209,7 @@ def test_low_utility_regenerates_and_keeps_the_best(llm_server: FakeLLMServer, t
 def test_backend_error_is_an_abstention(llm_server: FakeLLMServer, tmp_path: Path) -> None:
     llm_server.reply = "A"
     settings = _openai(llm_server, tmp_path, mode="no-retrieval")
-    pipeline = build_pipeline(settings, retriever=StaticRetriever([DOC]))
+    pipeline = build_pipeline(settings, retriever=_static([DOC]))
     llm_server.fail_status(503, times=3)
     trace = pipeline.run(QUESTION, OPTIONS)
     assert trace.letter is None and trace.abstention is not None and trace.abstention.reason == "backend-error"
@@ -217,7 +222,7 @@ def test_extractive_backend_is_a_clear_config_error(tmp_path: Path) -> None:
     from core.errors import ConfigError
 
     with pytest.raises(ConfigError, match="needs a language model"):
-        build_pipeline(make_settings(tmp_path), retriever=StaticRetriever([DOC]))
+        build_pipeline(make_settings(tmp_path), retriever=_static([DOC]))
 
 
 @pytest.mark.slow
@@ -230,7 +235,7 @@ def test_judge_on_the_default_local_model() -> None:
         pytest.skip(f"default model {path} not assembled (python -m core llm assemble)")
     llm = _llm(settings)
     critic = JudgeCritic(llm, SelfRagSettings())
-    off_topic = Document("x", "The Eiffel Tower is made of wrought iron and stands in Paris.", "Paris")
+    off_topic = Passage("x", "The Eiffel Tower is made of wrought iron and stands in Paris.", "Paris")
     query = format_mcq(QUESTION, OPTIONS, instruction=False)
     on_topic, off = critic.documents(query, [DOC, off_topic])
     from core.selfrag import scoring
@@ -238,7 +243,7 @@ def test_judge_on_the_default_local_model() -> None:
     rel_on, rel_off = scoring.relevance(on_topic.relevance), scoring.relevance(off.relevance)
     assert rel_on is not None and rel_off is not None and rel_on > 0.5 > rel_off
     sr = settings.model_copy(update={"selfrag": SelfRagSettings(generation_max_tokens=48, max_iterations=1)})
-    trace = build_pipeline(sr, llm=llm, retriever=StaticRetriever([DOC])).run(QUESTION, OPTIONS, mode="always")
+    trace = build_pipeline(sr, llm=llm, retriever=_static([DOC])).run(QUESTION, OPTIONS, mode="always")
     assert trace.decision is not None and trace.documents and trace.iterations
     assert trace.iterations[0].expected_utility is not None
     # The 1.5B model has written "A. Amoxicillin" here (the right drug under the wrong letter): contradictory,

@@ -15,10 +15,10 @@ from core.errors import ConfigError
 from core.selfrag import scoring
 from core.selfrag.native import NativeCritic, ReflectionModel, resolve_device
 from core.selfrag.pipeline import SelfRagPipeline
-from core.selfrag.retrieval import StaticRetriever
+from core.selfrag.retrieval import KBRetriever, StaticRetriever
 from core.selfrag.tiny import build_tiny_reflection_model, reflection_tokenizer
 from core.selfrag.tokens import ALL_REFLECTION_TOKENS, RELEVANCE_TOKENS, RETRIEVAL_TOKENS, UTILITY_TOKENS
-from core.selfrag.types import CriticReading, Document
+from core.selfrag.types import CriticReading, Passage
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -30,11 +30,11 @@ needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a C
 
 QUESTION = "Which drugs make up the intensive phase for drug-susceptible tuberculosis?"
 DOCS = [
-    Document("tb-1", "Drug-susceptible TB: two months of isoniazid, rifampicin, pyrazinamide and ethambutol.", "TB"),
-    Document("cap-1", "Outpatient community-acquired pneumonia: amoxicillin or doxycycline.", "CAP"),
-    Document("tb-2", "Isoniazid causes peripheral neuropathy; give pyridoxine.", "TB safety"),
-    Document("dm-1", "Metformin is contraindicated when eGFR is below 30.", "Diabetes"),
-    Document("tb-3", "Rifampicin induces CYP3A4 and lowers contraceptive hormone levels. " * 3, "Interactions"),
+    Passage("tb-1", "Drug-susceptible TB: two months of isoniazid, rifampicin, pyrazinamide and ethambutol.", "TB"),
+    Passage("cap-1", "Outpatient community-acquired pneumonia: amoxicillin or doxycycline.", "CAP"),
+    Passage("tb-2", "Isoniazid causes peripheral neuropathy; give pyridoxine.", "TB safety"),
+    Passage("dm-1", "Metformin is contraindicated when eGFR is below 30.", "Diabetes"),
+    Passage("tb-3", "Rifampicin induces CYP3A4 and lowers contraceptive hormone levels. " * 3, "Interactions"),
 ]
 OPTIONS = {"A": "Isoniazid alone", "B": "Isoniazid, rifampicin, pyrazinamide and ethambutol", "C": "Amoxicillin"}
 
@@ -174,7 +174,7 @@ def test_native_pipeline_end_to_end(model: ReflectionModel, mode: str) -> None:
     threshold = 0.0 if mode == "adaptive" else 0.5
     # relevance_floor 0: a random model's P[Relevant] is noise; the floor itself is tested in test_selfrag_judge.py
     settings = _settings(model, retrieval_threshold=threshold, top_k=4, rerank_keep=2, relevance_floor=0.0)
-    pipeline = SelfRagPipeline(settings, NativeCritic(model), model, StaticRetriever(DOCS))
+    pipeline = SelfRagPipeline(settings, NativeCritic(model), model, KBRetriever(StaticRetriever(DOCS), ["static"], "hybrid"))
     trace = pipeline.run(QUESTION, OPTIONS, mode=mode)  # type: ignore[arg-type]
     record = trace.to_json()
     assert record["critic"] == "native" and record["generator"] == model.model

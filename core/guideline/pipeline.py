@@ -43,7 +43,7 @@ from core.guideline.types import (
     Trace,
 )
 from core.kb.lexicon import DrugLexicon
-from core.kb.types import Retriever
+from core.kb.protocols import LexiconRetriever, Retriever
 from core.llm.base import LLM
 from core.llm.budget import CancelToken, feature_budget
 
@@ -81,8 +81,8 @@ class GuidelineQA:
             retriever = KnowledgeBase(settings)
         self.retriever = retriever
         if lexicon is None:
-            if not hasattr(retriever, "drug_lexicon"):
-                raise TypeError("pass a DrugLexicon when the retriever is not a KnowledgeBase")
+            if not isinstance(retriever, LexiconRetriever):
+                raise TypeError("pass a DrugLexicon when the retriever is not a LexiconRetriever (a KnowledgeBase)")
             lexicon = retriever.drug_lexicon()
         self.lexicon = lexicon
         if self.cfg.mixed_corpora:  # the mixed route also searches these corpora

@@ -28,7 +28,7 @@ from core.guideline.router import expand_query
 from core.guideline.slots import focus_coverage
 from core.guideline.text import key_tokens
 from core.guideline.types import RouteDecision, Trace
-from core.kb.types import Retriever
+from core.kb.protocols import Retriever
 
 __all__ = ["RetrievalOutcome", "constrained_retrieval", "kb_features"]
 

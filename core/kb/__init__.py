@@ -17,7 +17,8 @@ from core.kb.index.ingest import IngestReport
 from core.kb.index.retriever import HybridRetriever
 from core.kb.lexicon import DrugLexicon, LexiconEntry
 from core.kb.parse.tokens import TokenCounter, make_token_counter
-from core.kb.types import KB_NAMES, Chunk, FileError, Hit, Retriever, SearchMode
+from core.kb.protocols import LexiconRetriever, Retriever
+from core.kb.types import KB_NAMES, Chunk, FileError, Hit, SearchMode
 
 __all__ = [
     "KB_NAMES",
@@ -29,6 +30,7 @@ __all__ = [
     "IngestReport",
     "KnowledgeBase",
     "LexiconEntry",
+    "LexiconRetriever",
     "Retriever",
     "SearchMode",
     "TokenCounter",

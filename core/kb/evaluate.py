@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Any
 
-from core.kb.types import Hit, Retriever, SearchMode
+from core.kb.protocols import Retriever
+from core.kb.types import Hit, SearchMode
 
 __all__ = ["EvalItem", "ModeScore", "as_table", "evaluate", "hit_matches", "load_eval"]
 

@@ -1,9 +1,8 @@
 """Typed records shared by the parsers, the index and the retriever.
 
 A :class:`Chunk` is what ingestion produces and the document store keeps; a
-:class:`Hit` is a chunk plus the scores one search gave it. The
-:class:`Retriever` protocol is the seam guideline QA and self-reflective RAG
-depend on.
+:class:`Hit` is a chunk plus the scores one search gave it. The protocol that
+returns hits is :class:`core.kb.protocols.Retriever`.
 """
 
 from __future__ import annotations
@@ -11,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal
 
 from core.kb.specs import KB_NAMES
 
@@ -23,7 +22,6 @@ __all__ = [
     "FileError",
     "Hit",
     "KBName",
-    "Retriever",
     "SearchMode",
     "is_kb_name",
 ]
@@ -112,15 +110,6 @@ class FileError:
 
     source: str
     error: str
-
-
-@runtime_checkable
-class Retriever(Protocol):
-    """Anything that returns ranked :class:`Hit` objects for a query in one knowledge base."""
-
-    def search(self, query: str, kb: str, top_k: int, mode: SearchMode = "hybrid") -> list[Hit]:
-        """The ``top_k`` best chunks of knowledge base ``kb`` for ``query``, best first."""
-        ...
 
 
 @dataclass

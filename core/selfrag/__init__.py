@@ -13,21 +13,20 @@ from core.selfrag.extract import extract_letter
 from core.selfrag.factory import build_pipeline, make_retriever, register_corpus
 from core.selfrag.generate import Generator, LLMGenerator
 from core.selfrag.pipeline import SelfRagPipeline
-from core.selfrag.retrieval import KBRetriever, QueryProcessor, Retriever, StaticRetriever
+from core.selfrag.retrieval import KBRetriever, QueryProcessor, StaticRetriever
 from core.selfrag.tokens import clean_answer
-from core.selfrag.types import CriticReading, Document, SelfRagTrace
+from core.selfrag.types import CriticReading, Passage, SelfRagTrace
 
 __all__ = [
     "Critic",
     "CriticReading",
-    "Document",
     "Generator",
     "JudgeCritic",
     "KBRetriever",
     "LLMGenerator",
     "LLMReflectionCritic",
+    "Passage",
     "QueryProcessor",
-    "Retriever",
     "SelfRagPipeline",
     "SelfRagSettings",
     "SelfRagTrace",

@@ -33,7 +33,7 @@ from core.selfrag.tokens import (
     RETRIEVAL,
     UTILITY_TOKENS,
 )
-from core.selfrag.types import CriticReading, Document
+from core.selfrag.types import CriticReading, Passage
 
 if TYPE_CHECKING:
     from core.config.selfrag import SelfRagSettings
@@ -57,7 +57,7 @@ class Critic(Protocol):
         """``{[Retrieval]: lp, [No Retrieval]: lp}`` for answering ``query`` (labels it did not see are absent)."""
         ...
 
-    def documents(self, query: str, documents: Sequence[Document]) -> list[CriticReading]:
+    def documents(self, query: str, documents: Sequence[Passage]) -> list[CriticReading]:
         """Relevance, support and utility maps for each document, in order."""
         ...
 
@@ -109,7 +109,7 @@ def labels_in_order(
     return out
 
 
-def map_concurrently(func: Callable[[Document], CriticReading], docs: Sequence[Document], workers: int) -> list[CriticReading]:
+def map_concurrently(func: Callable[[Passage], CriticReading], docs: Sequence[Passage], workers: int) -> list[CriticReading]:
     """``[func(d) for d in docs]``, with up to ``workers`` calls in flight (a server backend serves them at once)."""
     if workers <= 1 or len(docs) <= 1:
         return [func(d) for d in docs]
@@ -143,19 +143,19 @@ class JudgeCritic:
         reply = self.llm.chat(messages, max_tokens=1, temperature=0.0, logprobs=self.settings.logprobs_top_k)
         return first_token_labels(_first_top(reply), mapping)
 
-    def _doc(self, document: Document) -> str:
+    def _doc(self, document: Passage) -> str:
         return document.prompt_text(self.settings.judge_max_chars)
 
     def retrieval(self, query: str) -> dict[str, float]:
         """Yes/No: can the model answer confidently without a reference? (No -> [Retrieval])."""
         return self._ask(prompts.JUDGE_RETRIEVAL.format(question=query), _CONFIDENT_RETRIEVAL)
 
-    def documents(self, query: str, documents: Sequence[Document]) -> list[CriticReading]:
+    def documents(self, query: str, documents: Sequence[Passage]) -> list[CriticReading]:
         """Relevance, support and utility per document (``judge_batch``), ``concurrency`` requests at a time."""
         read = self._combined if self.settings.judge_batch == "combined" else self._separate
         return map_concurrently(lambda doc: read(query, doc), documents, self.settings.concurrency)
 
-    def _combined(self, query: str, doc: Document) -> CriticReading:
+    def _combined(self, query: str, doc: Passage) -> CriticReading:
         """One request: "Yes 2 4", each answer read from the log-probabilities where it was generated."""
         messages: list[Message] = [
             {"role": "system", "content": prompts.JUDGE_SYSTEM},
@@ -165,7 +165,7 @@ class JudgeCritic:
         rel, sup, use = labels_in_order(reply, (_YES_NO_RELEVANCE, _SUPPORT_DIGITS, _UTILITY_DIGITS))
         return CriticReading(relevance=rel, support=sup, utility=use)
 
-    def _separate(self, query: str, doc: Document) -> CriticReading:
+    def _separate(self, query: str, doc: Passage) -> CriticReading:
         """Three single-token questions; the question and document come first so llama.cpp reuses its cache."""
         text = self._doc(doc)
         return CriticReading(
@@ -205,13 +205,13 @@ class LLMReflectionCritic:
         """Next-token reading after the instruction prompt."""
         return self._next(prompts.instruction_prompt(query))
 
-    def documents(self, query: str, documents: Sequence[Document]) -> list[CriticReading]:
+    def documents(self, query: str, documents: Sequence[Passage]) -> list[CriticReading]:
         """Relevance after ``</paragraph>``, support after ``[Relevant]``, utility after ``[Fully supported]``.
 
         ``concurrency`` documents are read at a time (a server backend batches them).
         """
 
-        def read(doc: Document) -> CriticReading:
+        def read(doc: Passage) -> CriticReading:
             base = prompts.instruction_prompt(query) + prompts.paragraph_block([self._doc(doc)])
             return CriticReading(
                 relevance=self._next(base),
@@ -221,7 +221,7 @@ class LLMReflectionCritic:
 
         return map_concurrently(read, documents, self.settings.concurrency)
 
-    def _doc(self, document: Document) -> str:
+    def _doc(self, document: Passage) -> str:
         return document.prompt_text(self.settings.judge_max_chars)
 
     def utility(self, query: str, answer: str) -> dict[str, float]:

@@ -2,7 +2,7 @@
 
 Corpus retrievers register here by name (:func:`register_corpus`), so a
 PubMed-style corpus attached later plugs in through the same
-:class:`~core.selfrag.retrieval.Retriever` protocol as the knowledge bases.
+:class:`~core.kb.protocols.Retriever` protocol as the knowledge bases.
 """
 
 from __future__ import annotations
@@ -15,25 +15,26 @@ from core.llm.budget import feature_budget
 from core.selfrag.critic import Critic, JudgeCritic, LLMReflectionCritic
 from core.selfrag.generate import Generator, LLMGenerator
 from core.selfrag.pipeline import SelfRagPipeline
-from core.selfrag.retrieval import KBRetriever, Retriever
+from core.selfrag.retrieval import KBRetriever
 
 if TYPE_CHECKING:
+    from core.kb.protocols import Retriever
     from core.llm.base import LLM
     from core.selfrag.native import ReflectionModel
     from core.settings import Settings
 
 __all__ = ["build_pipeline", "load_reflection_model", "make_retriever", "register_corpus"]
 
-CorpusFactory = Callable[["Settings"], Retriever]
+CorpusFactory = Callable[["Settings"], "Retriever"]
 _CORPORA: dict[str, CorpusFactory] = {}
 
 
 def register_corpus(name: str, factory: CorpusFactory) -> None:
-    """Make ``selfrag.corpus = name`` build its retriever with ``factory(settings)``."""
+    """Make ``selfrag.corpus = name`` search ``factory(settings)`` (its knowledge base ``name``, in ``selfrag.search_mode``)."""
     _CORPORA[name] = factory
 
 
-def make_retriever(settings: Settings) -> Retriever:
+def make_retriever(settings: Settings) -> KBRetriever:
     """The retriever ``selfrag.corpus`` names (see its description); the knowledge bases otherwise.
 
     ``auto`` picks every ingested corpus when there is one; a name registered
@@ -49,7 +50,7 @@ def make_retriever(settings: Settings) -> Retriever:
             if ingested:
                 return KBRetriever(CorpusSearch(settings), [f"corpus:{'+'.join(ingested)}"], "dense")
         elif s.corpus in _CORPORA:
-            return _CORPORA[s.corpus](settings)
+            return KBRetriever(_CORPORA[s.corpus](settings), [s.corpus], s.search_mode)
         elif set(s.corpus.split("+")) <= set(ingested):
             return KBRetriever(CorpusSearch(settings), [f"corpus:{s.corpus}"], "dense")
         else:
@@ -90,7 +91,7 @@ def build_pipeline(
     settings: Settings,
     *,
     llm: LLM | None = None,
-    retriever: Retriever | None = None,
+    retriever: KBRetriever | None = None,
     critic: Critic | None = None,
     generator: Generator | None = None,
 ) -> SelfRagPipeline:

@@ -41,7 +41,7 @@ from core.selfrag.tokens import (
     SUPPORT_TOKENS,
     UTILITY_TOKENS,
 )
-from core.selfrag.types import CriticReading, Document
+from core.selfrag.types import CriticReading, Passage
 
 if TYPE_CHECKING:
     from core.config.selfrag import SelfRagSettings
@@ -167,14 +167,14 @@ class ReflectionModel:
             logits = self.lm(input_ids=ids).logits[0, -1:]
         return self._group(self._label_rows(logits)[0], group)
 
-    def document_segments(self, query: str, documents: Sequence[Document]) -> tuple[list[int], list[list[int]]]:
+    def document_segments(self, query: str, documents: Sequence[Passage]) -> tuple[list[int], list[list[int]]]:
         """The shared prefix ids and each document's suffix ids (``doc</paragraph>[Relevant][Fully supported]``)."""
         prefix = self._bos() + self.encode(prompts.instruction_prompt(query)) + self.encode(RETRIEVAL + PARAGRAPH_OPEN)
         tail = [*self.encode(PARAGRAPH_CLOSE), self.ids[RELEVANT], self.ids[FULLY_SUPPORTED]]
         suffixes = [self.encode(d.prompt_text(self.settings.judge_max_chars)) + tail for d in documents]
         return prefix, suffixes
 
-    def read_documents(self, query: str, documents: Sequence[Document]) -> list[CriticReading]:
+    def read_documents(self, query: str, documents: Sequence[Passage]) -> list[CriticReading]:
         """Batched critic: relevance, support and utility maps for every document (see the module docstring)."""
         if not documents:
             return []
@@ -222,7 +222,7 @@ class ReflectionModel:
             for i in range(len(suffixes))
         ]
 
-    def read_documents_by_generation(self, query: str, documents: Sequence[Document]) -> list[CriticReading]:
+    def read_documents_by_generation(self, query: str, documents: Sequence[Passage]) -> list[CriticReading]:
         """The reference approach: greedy-generate up to ``baseline_max_tokens`` per document.
 
         Relevance is read at the first generated step; support and utility at
@@ -290,7 +290,7 @@ class NativeCritic:
         """[Retrieval] / [No Retrieval] as the first response token."""
         return self.model.next_logprobs(prompts.instruction_prompt(query), "retrieval")
 
-    def documents(self, query: str, documents: Sequence[Document]) -> list[CriticReading]:
+    def documents(self, query: str, documents: Sequence[Passage]) -> list[CriticReading]:
         """Every document in batched forward passes over a shared prefix."""
         return self.model.read_documents(query, documents)
 

@@ -22,12 +22,12 @@ from core.selfrag import prompts, scoring
 from core.selfrag.critic import Critic
 from core.selfrag.extract import extract_letter
 from core.selfrag.generate import Generator
-from core.selfrag.retrieval import QueryProcessor, Retriever, retrieve_all
+from core.selfrag.retrieval import KBRetriever, QueryProcessor, retrieve_all
 from core.selfrag.tokens import clean_answer
 from core.selfrag.types import (
     Abstention,
-    Document,
     Iteration,
+    Passage,
     RetrievalDecision,
     ScoredDocument,
     SelfRagTrace,
@@ -47,7 +47,7 @@ class SelfRagPipeline:
         settings: SelfRagSettings,
         critic: Critic,
         generator: Generator,
-        retriever: Retriever | None,
+        retriever: KBRetriever | None,
         query_processor: QueryProcessor | None = None,
     ) -> None:
         self.settings = settings
@@ -127,7 +127,7 @@ class SelfRagPipeline:
         reason = f"P(retrieve)={p:.3f} {'>' if decision else '<='} {threshold:g}"
         return RetrievalDecision(mode, p, threshold, decision, reason, logprobs)
 
-    def rerank(self, query: str, documents: list[Document], notes: list[str] | None = None) -> list[ScoredDocument]:
+    def rerank(self, query: str, documents: list[Passage], notes: list[str] | None = None) -> list[ScoredDocument]:
         """Stage 4: critic scores, best first; the best ``rerank_keep`` at or above ``relevance_floor`` are kept.
 
         Documents are judged in groups (the native critic's whole batch, else ``concurrency`` at a time);
@@ -158,7 +158,7 @@ class SelfRagPipeline:
             for i, (score, doc, rel, grd, use) in enumerate(scored)
         ]
 
-    def generate_and_reflect(self, trace: SelfRagTrace, query: str, instruction: str, evidence: list[Document]) -> None:
+    def generate_and_reflect(self, trace: SelfRagTrace, query: str, instruction: str, evidence: list[Passage]) -> None:
         """Stages 5-6: generate, score the expected utility, regenerate below ``utility_stop``; keep the best.
 
         ``instruction`` is what the generator is asked; ``query`` what the critic judges the answer against.

@@ -1,11 +1,12 @@
-"""Stages 1 and 3: query augmentations (YAML) and the retriever seam.
+"""Stages 1 and 3: query augmentations (YAML) and where the passages come from.
 
-:class:`Retriever` is the one-method protocol the pipeline depends on:
-``retrieve(query, k) -> list[Document]``. :class:`KBRetriever` adapts the
-knowledge bases (:class:`core.kb.Retriever`); a corpus attached by name later
-(a PubMed-style corpus behind a byte-offset document store) plugs in by
-implementing the same method, and :class:`StaticRetriever` serves fixed
-documents (tests, benchmarks, evidence shipped with a dataset).
+Self-RAG searches through the one :class:`core.kb.protocols.Retriever`
+protocol. :class:`KBRetriever` says which knowledge bases (or ``corpus:``
+names) of which retriever it searches, in which mode, and turns the merged
+hits into :class:`Passage` s (the title with its section path, ``kb:source``
+as the source); :class:`StaticRetriever` is a :class:`Retriever` over fixed
+passages (tests, benchmarks, evidence shipped with a dataset), searched through
+a :class:`KBRetriever` like any other.
 
 Augmentations file (none by default)::
 
@@ -21,71 +22,77 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
-from core.errors import ConfigError
-from core.selfrag.types import Document, QueryProcessing
+from core.errors import ConfigError, InvalidInputError
+from core.kb.types import Hit
+from core.selfrag.types import Passage, QueryProcessing
 
 if TYPE_CHECKING:
-    from core.kb.types import Retriever as KBSearch
+    from core.kb.protocols import Retriever
     from core.kb.types import SearchMode
 
-__all__ = ["KBRetriever", "QueryProcessor", "Retriever", "StaticRetriever", "retrieve_all"]
+__all__ = ["KBRetriever", "QueryProcessor", "StaticRetriever", "retrieve_all"]
 
 
-@runtime_checkable
-class Retriever(Protocol):
-    """Anything that returns the ``k`` best documents for a query, best first."""
-
-    def retrieve(self, query: str, k: int) -> list[Document]:
-        """The ``k`` best documents for ``query``."""
-        ...
+def passage_of(hit: Hit) -> Passage:
+    """A hit as the pipeline shows it: title and section path as the title, ``kb:source`` as the source."""
+    return Passage(
+        doc_id=hit.chunk_id,
+        text=hit.text,
+        title=" > ".join(p for p in (hit.title, *hit.section_path) if p),
+        source=f"{hit.kb}:{hit.source}",
+        score=hit.score,
+    )
 
 
 class KBRetriever:
-    """Searches each named knowledge base and merges the hits by score (ties keep KB order)."""
+    """Searches each named knowledge base of ``search`` and merges the hits by score (ties keep KB order)."""
 
-    def __init__(self, search: KBSearch, kbs: Sequence[str], mode: SearchMode) -> None:
+    def __init__(self, search: Retriever, kbs: Sequence[str], mode: SearchMode) -> None:
         self.search = search
         self.kbs = list(kbs)
         self.mode = mode
 
-    def retrieve(self, query: str, k: int) -> list[Document]:
+    def retrieve(self, query: str, k: int) -> list[Passage]:
         """Top ``k`` over all configured knowledge bases."""
         hits = [hit for kb in self.kbs for hit in self.search.search(query, kb=kb, top_k=k, mode=self.mode)]
         hits.sort(key=lambda h: h.score, reverse=True)
-        return [
-            Document(
-                doc_id=h.chunk_id,
-                text=h.text,
-                title=" > ".join(p for p in (h.title, *h.section_path) if p),
-                source=f"{h.kb}:{h.source}",
-                score=h.score,
-            )
-            for h in hits[:k]
-        ]
+        return [passage_of(h) for h in hits[:k]]
 
 
 class StaticRetriever:
-    """Fixed documents ranked by word overlap with the query (tests and dataset-supplied evidence)."""
+    """A :class:`Retriever` over fixed passages, ranked by word overlap with the query, whatever ``kb`` and mode.
 
-    def __init__(self, documents: Sequence[Document]) -> None:
-        self.documents = list(documents)
+    A hit's ``chunk_id`` and ``doc_id`` are the passage's ``doc_id``, its score the
+    number of lower-cased words it shares with the query.
+    """
 
-    def retrieve(self, query: str, k: int) -> list[Document]:
-        """The ``k`` documents sharing the most lower-cased words with ``query``."""
+    def __init__(self, passages: Sequence[Passage]) -> None:
+        self.passages = list(passages)
+
+    def search(self, query: str, kb: str, top_k: int, mode: SearchMode = "hybrid") -> list[Hit]:
+        """The ``top_k`` passages sharing the most words with ``query``, as hits of ``kb``."""
+        if top_k < 1:
+            raise InvalidInputError(f"top_k must be at least 1, not {top_k}")
+        if not query.strip():
+            return []
         words = set(re.findall(r"\w+", query.lower()))
 
-        def overlap(doc: Document) -> int:
-            return len(words & set(re.findall(r"\w+", f"{doc.title} {doc.text}".lower())))
+        def overlap(p: Passage) -> int:
+            return len(words & set(re.findall(r"\w+", f"{p.title} {p.text}".lower())))
 
-        ranked = sorted(self.documents, key=overlap, reverse=True)
-        return [Document(d.doc_id, d.text, d.title, d.source, float(overlap(d))) for d in ranked[:k]]
+        ranked = sorted(self.passages, key=overlap, reverse=True)
+        return [
+            Hit(chunk_id=p.doc_id, doc_id=p.doc_id, kb=kb, text=p.text, source=p.source, title=p.title,
+                score=float(overlap(p)))
+            for p in ranked[:top_k]
+        ]  # fmt: skip
 
 
-def retrieve_all(retriever: Retriever, queries: Sequence[str], k: int) -> list[Document]:
+def retrieve_all(retriever: KBRetriever, queries: Sequence[str], k: int) -> list[Passage]:
     """Retrieve ``k`` per query and merge, first occurrence of each document id kept."""
-    seen: dict[str, Document] = {}
+    seen: dict[str, Passage] = {}
     for query in queries:
         for doc in retriever.retrieve(query, k):
             seen.setdefault(doc.doc_id, doc)

@@ -16,8 +16,8 @@ from typing import Any
 __all__ = [
     "Abstention",
     "CriticReading",
-    "Document",
     "Iteration",
+    "Passage",
     "QueryProcessing",
     "RetrievalDecision",
     "ScoredDocument",
@@ -26,7 +26,7 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class Document:
+class Passage:
     """One retrieved passage, whatever retriever produced it."""
 
     doc_id: str
@@ -80,7 +80,7 @@ class RetrievalDecision:
 class ScoredDocument:
     """Stages 3-4: a retrieved document with its critic scores (``None``: the critic saw no label)."""
 
-    document: Document
+    document: Passage
     relevance: float | None
     groundedness: float | None
     utility: float | None

@@ -41,7 +41,9 @@ from core.kb.corpus.layout import (
 from core.kb.corpus.vectors import VectorFile
 from core.kb.index.docstore import DocStore
 from core.kb.index.fusion import rrf
-from core.kb.types import Chunk, Hit, Retriever, SearchMode
+from core.kb.lexicon import DrugLexicon
+from core.kb.protocols import LexiconRetriever, Retriever
+from core.kb.types import Chunk, Hit, SearchMode
 
 if TYPE_CHECKING:
     from core.embed import Embedder
@@ -215,5 +217,11 @@ class WithCorpora:
             return self.corpora.search(query, kb, top_k, mode)
         return self.inner.search(query, kb, top_k, mode)
 
+    def drug_lexicon(self, kb: str = "druglabels") -> DrugLexicon:
+        """The drug names of ``inner`` (:class:`LexiconRetriever`); :class:`TypeError` when it holds none."""
+        if not isinstance(self.inner, LexiconRetriever):
+            raise TypeError(f"{type(self.inner).__name__} holds no drug lexicon")
+        return self.inner.drug_lexicon(kb)
+
     def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)  # drug_lexicon() and friends of a KnowledgeBase
+        return getattr(self.inner, name)  # index() and stats of a KnowledgeBase, for the catalogue
