@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -23,6 +24,12 @@ def _build(vdir: VersionedDir, text: str) -> Path:
         (b.path / "sub").mkdir()
         (b.path / "sub" / "data.txt").write_text(text)
         return b.commit({"spec": text})
+
+
+def test_file_sha256_matches_hashlib_across_blocks(tmp_path: Path) -> None:
+    path = tmp_path / "x.bin"
+    path.write_bytes(b"x" * (9 << 20) + b"tail")  # nine whole 1 MiB blocks and a short one
+    assert file_sha256(path) == hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def test_commit_records_files_and_swaps_the_link_removing_old_versions(tmp_path: Path) -> None:

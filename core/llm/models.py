@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from core.artifacts import file_sha256
 from core.errors import BackendError, ConfigError
 
 if TYPE_CHECKING:
@@ -33,7 +34,6 @@ __all__ = [
     "default_model_path",
     "ensure_default_model",
     "load_spec",
-    "sha256_file",
     "shared_cache_path",
     "verified_model_path",
     "verify",
@@ -79,15 +79,6 @@ def default_model_path(settings: Settings) -> Path:
     return settings.paths.resolve(settings.paths.model_dir) / spec.file
 
 
-def sha256_file(path: Path) -> str:
-    """Hex sha256 of a file, read in 8 MiB chunks."""
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _stamp_path(path: Path) -> Path:
     return path.with_name(path.name + ".verified.json")
 
@@ -117,7 +108,7 @@ def verify(spec: ModelSpec, path: Path, *, use_cache: bool = True) -> bool:
             stamp = {}
         if stamp == {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": spec.sha256}:
             return True
-    actual = sha256_file(path)
+    actual = file_sha256(path)
     if actual != spec.sha256:
         log.warning("sha256 mismatch for %s: %s, expected %s", path, actual, spec.sha256)
         stamp_file.unlink(missing_ok=True)
