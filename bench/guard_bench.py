@@ -29,7 +29,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from core.answer.guard import enforce, split_sentences
+from core.answer.guard import enforce
 from core.answer.prompt import ask_messages
 from core.answer.service import answer_readonly
 from core.demo.seed import seed_demo
@@ -38,6 +38,7 @@ from core.llm.factory import make_llm
 from core.runtime import Runtime, open_runtime
 from core.settings import load_settings
 from core.store.models import Scan, User
+from core.text import answer_sentences
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -88,7 +89,7 @@ def main() -> None:
                 continue
             answers += 1
             a, b = (result.case_ids * 2)[:2]
-            for sentence in split_sentences(res.answer.answer):
+            for sentence in answer_sentences(res.answer.answer):
                 report = enforce(sentence, result)
                 kept += len(report.kept)
                 dropped += len(report.removed)

@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 from core.answer.compose import OUT_OF_SCOPE, confidence_for
 from core.answer.guard import enforce
 from core.answer.records import history
-from core.answer.rules import forbidden_reason, numbers_in, split_sentences
+from core.answer.rules import forbidden_reason, numbers_in
 from core.answer.service import AskResult, ask_question, stream_answer
 from core.cases import build_context_bundle
 from core.contracts import INSUFFICIENT_DATA, NO_COMPARABLE_CASES, BundleResult
@@ -21,6 +21,7 @@ from core.llm.factory import make_llm
 from core.runtime import Runtime, open_runtime
 from core.settings import REPO_ROOT
 from core.store.models import AuditLog, Scan, User
+from core.text import answer_sentences
 from tests.conftest import make_settings, scan_of
 from tests.llm_server import FakeLLMServer
 
@@ -39,7 +40,7 @@ def check_grounded(res: AskResult, result: BundleResult) -> None:
     assert res.facts is not None
     allowed = res.facts.numbers()
     quoted = sorted(res.facts.phrases(), key=len, reverse=True)
-    for sentence in split_sentences(res.answer.answer):
+    for sentence in answer_sentences(res.answer.answer):
         assert not [n for n in numbers_in(sentence) if n not in allowed], sentence
         plain = sentence
         for phrase in quoted:

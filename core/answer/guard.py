@@ -38,7 +38,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from core.answer.facts import AnswerFacts
-from core.answer.guard_facts import BundleFacts, add_answer_facts, content_words, facts_for, find_ids
+from core.answer.guard_facts import BundleFacts, add_answer_facts, facts_for, find_ids
 from core.answer.guard_lexicon import (
     ANSWER_VOCABULARY,
     DEFINITIVE,
@@ -50,18 +50,15 @@ from core.answer.guard_lexicon import (
     PROCEDURES,
     RECOMMENDATION_VOCABULARY,
     STOPWORDS,
-    number_values,
-    stem,
 )
 from core.contracts import INSUFFICIENT_DATA, BundleResult
 from core.privacy.deid import name_variants
 from core.privacy.text import normalise, strip_markup
+from core.text import answer_sentences, content_words, number_values, phrase_pattern, stem
 
-__all__ = ["DraftGuard", "GuardReport", "enforce", "guard_draft_sections", "refusal_reason", "split_sentences"]
+__all__ = ["DraftGuard", "GuardReport", "enforce", "guard_draft_sections", "refusal_reason"]
 
 log = logging.getLogger(__name__)
-_NEXT = r"(?=[A-Z0-9(\"'\[<!])"
-_SENTENCE_END = re.compile(rf"(?<=[.!?])\s+{_NEXT}|(?<=[.!?][\"')\]])\s+{_NEXT}|\n+")
 
 
 @dataclass
@@ -80,21 +77,11 @@ class GuardReport:
         return " ".join(self.kept)
 
 
-def split_sentences(text: str) -> list[str]:
-    """Sentences of a model's text (keeps decimals and case ids intact; a line break always splits)."""
-    return [p.strip(" -•*\t>#") for p in _SENTENCE_END.split(text.strip()) if p and p.strip(" -•*\t>#")]
-
-
-@functools.lru_cache(maxsize=4096)
-def _phrase(p: str) -> re.Pattern[str]:
-    return re.compile(rf"(?<!\w){re.escape(p)}(?!\w)")
-
-
 def _blank(text: str, phrases: Iterable[str]) -> str:
     """``text`` with every whole-word occurrence of ``phrases`` blanked ("lung" stays in "lungs")."""
     for p in phrases:
         if p and p in text:
-            text = _phrase(p).sub(" ", text)
+            text = phrase_pattern(p).sub(" ", text)
     return text
 
 
@@ -219,7 +206,7 @@ def enforce(
         return report
     bundle_facts = _facts(result, facts)
     names, drugs = list(names), list(drugs)
-    for sentence in split_sentences(canonical):
+    for sentence in answer_sentences(canonical):
         shown, reason, cited, bad = _check(sentence, bundle_facts, names, drugs, ANSWER_VOCABULARY)
         report.invalid_ids += bad
         if reason is not None:
@@ -266,7 +253,7 @@ def guard_draft_sections(
         vocabulary = RECOMMENDATION_VOCABULARY if key == "recommendations" else ANSWER_VOCABULARY
         kept: list[str] = []
         failed = False
-        for sentence in split_sentences(text):
+        for sentence in answer_sentences(text):
             shown, reason, _, _ = _check(sentence, bundle_facts, names, drugs, vocabulary)
             if reason is not None:
                 out.removed.append((key, shown, reason))

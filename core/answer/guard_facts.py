@@ -15,14 +15,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from core.answer.facts import AnswerFacts
-from core.answer.guard_lexicon import number_values, stem
 from core.answer.understand import EVENTS
 from core.contracts import BundleResult
 from core.privacy.text import normalise
+from core.text import LETTERS, content_words, number_values, stem
 
-__all__ = ["BundleFacts", "IdMention", "add_answer_facts", "content_words", "date_spellings", "facts_for", "find_ids"]
+__all__ = ["BundleFacts", "IdMention", "add_answer_facts", "date_spellings", "facts_for", "find_ids"]
 
-_WORD = re.compile(r"[a-z][a-z'-]*")
 _NEGATION = re.compile(
     r"\b(?:not|no|none|nor|neither|never|without)\b|\bn't\b|\bnot (?:recorded|mentioned|documented|reported)\b"
 )
@@ -72,17 +71,6 @@ class BundleFacts:
         return word in self.words or stem(word) in self.stems
 
 
-def content_words(text: str) -> list[str]:
-    """Lower-case words of normalised ``text``, possessives and edge hyphens stripped."""
-    out = []
-    for w in _WORD.findall(text):
-        w = w.strip("'-")
-        w = w.removesuffix("'s").removesuffix("'")
-        if w:
-            out.append(w)
-    return out
-
-
 def _key(case_id: str) -> tuple[str, int] | None:
     m = re.fullmatch(r"([a-z]{1,6})[-_ ]?0*(\d{1,9})", normalise(case_id))
     return (m.group(1), int(m.group(2))) if m else None
@@ -114,7 +102,7 @@ def facts_for(result: BundleResult) -> BundleFacts:
     texts += [bundle.currentScan.anatomy, (bundle.currentScan.region or "").replace("_", " ")]
     facts.phrases = sorted({normalise(t) for t in texts if t.strip()}, key=len, reverse=True)
     for phrase in facts.phrases:  # "multiple sclerosis" -> "ms", "community-acquired pneumonia" -> "cap"
-        parts = re.findall(r"[a-z]+", phrase)
+        parts = LETTERS.findall(phrase)
         if 2 <= len(parts) <= 5:
             facts.words.add("".join(p[0] for p in parts))
     for date in result.prior_dates:  # the signing dates the composed answer states

@@ -10,16 +10,20 @@ confusables folded, case-folded). The lists are written for this project:
 * :data:`PROCEDURES` and :data:`MANAGEMENT`: procedures and the verbs of
   instructions to treat;
 * :data:`OUTSIDE`: appeals to knowledge outside the bundle;
+* :data:`STOPWORDS`: :data:`core.text.STOPWORDS` and the quantity words every answer
+  may use;
 * :data:`ANSWER_VOCABULARY`: the ordinary words an answer about similar cases
   may use beside the bundle's own words. A word in neither is unsupported.
 
-:func:`number_values` reads numbers written in digits or in words ("nine in
-ten", "five hundred", "twenty-five", "half").
+Word tokens, stems, sentences and number words are the shared toolkit's
+(:mod:`core.text`).
 """
 
 from __future__ import annotations
 
 import re
+
+from core import text
 
 __all__ = [
     "ANSWER_VOCABULARY",
@@ -32,8 +36,6 @@ __all__ = [
     "PROCEDURES",
     "RECOMMENDATION_VOCABULARY",
     "STOPWORDS",
-    "number_values",
-    "stem",
 ]
 
 
@@ -116,18 +118,8 @@ DEFINITIVE = re.compile(
     r"(?:i|we) recommend|is recommended|the patient has|diagnosis is confirmed|confirms?)\b"
 )
 
-STOPWORDS = frozenset(
-    _words(
-        """
-    a an and are as at be been being but by can could did do does for from had has have how i if in into is it
-    its me my of on or our so than that the their them then there these they this those to was we were what
-    when where which who whom why will with would you your any all about also he she his her him not no nor
-    only own same such too very just one ones each both either neither other another more most some many much
-    few less least over under again further once here up down out off above below between through during
-    before after while until against among within without per via vs versus
-    """
-    )
-)
+# Function words an answer may always use: the shared English ones, and quantity words beside them.
+STOPWORDS = text.STOPWORDS | frozenset(_words("among another either least less many much neither one ones versus via vs"))
 
 # Ordinary words of an answer about similar cases; medical terms come only from the bundle.
 ANSWER_VOCABULARY = frozenset(
@@ -220,74 +212,3 @@ RECOMMENDATION_VOCABULARY = frozenset(
     """
     )
 )
-
-_UNITS = {
-    "zero": 0,
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-    "eleven": 11,
-    "twelve": 12,
-    "thirteen": 13,
-    "fourteen": 14,
-    "fifteen": 15,
-    "sixteen": 16,
-    "seventeen": 17,
-    "eighteen": 18,
-    "nineteen": 19,
-    "twenty": 20,
-    "thirty": 30,
-    "forty": 40,
-    "fifty": 50,
-    "sixty": 60,
-    "seventy": 70,
-    "eighty": 80,
-    "ninety": 90,
-    "dozen": 12,
-}
-_SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000}
-_FRACTIONS = {"half": 50.0, "halves": 50.0, "third": 33.0, "thirds": 33.0, "quarter": 25.0, "quarters": 25.0}
-_NUMBER_TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[a-z]+")
-_DIGITS = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?![\d])|(?<![\w.])\d+(?:\.\d+)?")
-
-
-def number_values(text: str) -> list[float]:
-    """Every number in normalised ``text``: digits, number words ("five hundred", "twenty-five"), halves."""
-    values = [float(m.group(0).replace(",", "")) for m in _DIGITS.finditer(text)]
-    words = re.findall(r"[a-z]+", text.replace("-", " "))
-    current: float | None = None
-    total = 0.0
-    for w in [*words, ""]:
-        if w in _UNITS:
-            current = (current or 0) + _UNITS[w]
-        elif w in _SCALES and (current is not None or total):
-            total += (current or 1) * _SCALES[w]
-            current = None
-        elif w == "and" and (current is not None or total):
-            continue
-        else:
-            if current is not None or total:
-                values.append(total + (current or 0))
-            current, total = None, 0.0
-            if w in _FRACTIONS:
-                values.append(_FRACTIONS[w])
-    return values
-
-
-_SUFFIXES = ("ations", "ation", "ness", "ments", "ment", "ously", "ous", "ies", "ied", "ing", "ed", "ly", "s")
-
-
-def stem(word: str) -> str:
-    """A light suffix strip so inflections meet ("relapses"/"relapse", "recovery"/"recovered", "cases"/"case")."""
-    for suffix in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            word = word[: -len(suffix)]
-            break
-    return word[:-1] if len(word) > 4 and word.endswith(("e", "y")) else word

@@ -22,7 +22,6 @@ __all__ = [
     "forbidden_reason",
     "known_conditions",
     "numbers_in",
-    "split_sentences",
     "unsupported_conditions",
 ]
 
@@ -49,12 +48,6 @@ _DEFINITIVE = re.compile(
     r"(?:i|we) recommend|is recommended|the patient has)\b",
     re.I,
 )
-
-def split_sentences(text: str) -> list[str]:
-    """Sentences of an answer (keeps case IDs and decimals intact)."""
-    parts = re.split(r"(?<=[.!?])\s+(?=[A-Z(\"'])|\n+", text.strip())
-    return [p.strip(" -•*\t") for p in parts if p.strip(" -•*\t")]
-
 
 def numbers_in(text: str) -> list[str]:
     """Numbers in ``text``, ignoring the digits inside case IDs."""
