@@ -16,6 +16,7 @@ from pydantic import Field
 
 from core.config import guideline_vocab as vocab
 from core.config.common import Group
+from core.text import STOPWORDS
 
 __all__ = ["GuidelineQASettings"]
 
@@ -115,18 +116,11 @@ _GLOSSARY = {
     "regimen": "treatment plan", "regimens": "treatment plans", "induration": "hard swelling", "pediatric":
     "child", "paediatric": "child", "hypersensitivity": "allergy", "teratogenic": "harmful to an unborn baby",
 }  # fmt: skip
-_STOPWORDS = [
-    "a", "about", "above", "after", "again", "against", "all", "also", "am", "an", "and", "any", "are", "as",
-    "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "could",
-    "did", "do", "does", "doing", "down", "during", "each", "few", "for", "from", "further", "had", "has",
-    "have", "having", "he", "her", "here", "hers", "him", "his", "how", "i", "if", "in", "into", "is", "it",
-    "its", "itself", "just", "may", "me", "might", "more", "most", "must", "my", "no", "nor", "not", "now",
-    "of", "off", "on", "once", "only", "or", "other", "our", "out", "over", "own", "same", "shall", "she",
-    "should", "so", "some", "such", "than", "that", "the", "their", "them", "then", "there", "these", "they",
-    "this", "those", "through", "to", "too", "under", "until", "up", "very", "was", "we", "were", "what",
-    "when", "where", "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your", "per",
-    "use", "used", "using", "e.g", "i.e", "etc", "also", "within", "without", "however", "therefore",
-]  # fmt: skip
+# The shared English function words (core.text) and the words a guideline sentence carries no claim in.
+_STOPWORDS = sorted(STOPWORDS | {
+    "am", "because", "doing", "e.g", "etc", "having", "hers", "however", "i.e", "itself", "may", "might", "must",
+    "now", "shall", "should", "therefore", "use", "used", "using",
+})  # fmt: skip
 
 # Fitted on the train split of tests/data/guideline_qa_eval.json (`eval-guidelines --calibrate`), 2026-11-25.
 _CALIB_MODEL = {

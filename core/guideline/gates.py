@@ -14,9 +14,9 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from core.config.guideline import GuidelineQASettings
-from core.guideline.text import find_phrases, jaccard, key_tokens, overlap_ratio, split_sentences
 from core.kb.specs import LABEL_KB
 from core.kb.types import Hit
+from core.text import chunk_sentences, find_phrases, jaccard, key_tokens, overlap_ratio
 
 __all__ = [
     "EvidenceSentence",
@@ -87,7 +87,7 @@ def evidence_sentences(hits: Iterable[Hit], stopwords: Collection[str]) -> list[
     return [
         EvidenceSentence(s, frozenset(key_tokens(s, stopwords)), h.chunk_id, h.kb, source_label(h))
         for h in hits
-        for s in split_sentences(h.text)
+        for s in chunk_sentences(h.text)
     ]
 
 
@@ -138,7 +138,7 @@ def entity_guard(
     names = list(drug_names)
     kept: list[str] = []
     dropped: list[tuple[str, list[str]]] = []
-    for sentence in split_sentences(patient):
+    for sentence in chunk_sentences(patient):
         new = sorted(e for e in medical_entities(sentence, names, cfg) if not find_phrases(clinician, [e]))
         (dropped.append((sentence, new)) if new else kept.append(sentence))
     return kept, dropped
