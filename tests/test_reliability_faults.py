@@ -273,14 +273,14 @@ def work():
     limit()
     KINDS[sys.argv[2]].build(Path(sys.argv[3]), int(sys.argv[4]))
 """
-# Where a build of SECOND rows runs out of room, and the error that tells: numpy's short write of the case
-# vectors, EFBIG from the knowledge base's vectors or from FAISS's writer (not lost on close), EFBIG from
-# the corpus's vectors at its second checkpoint.
+# The file a build of SECOND rows runs out of room in, and the error that tells: numpy's short write of
+# the case vectors, EFBIG from the knowledge base's vectors or from FAISS's writer (not lost on close),
+# EFBIG from the corpus's vectors at its second checkpoint.
 _LIMITS = [
-    ("cases", "vectors", SECOND * 64 * 4 // 2, r"OSError: \d+ requested and \d+ written"),
-    ("kb", "vectors", SECOND * 128 * 4 // 2, r"OSError: \[Errno 27\] File too large"),
-    ("kb", "faiss", SECOND * 128 * 4, r"OSError: \[Errno 27\] File too large"),
-    ("corpus", "vectors", 700_000, r"OSError: \[Errno 27\] File too large"),
+    ("cases", "vectors.npy", SECOND * 64 * 4 // 2, r"OSError: \d+ requested and \d+ written"),
+    ("kb", "vectors.f32", SECOND * 128 * 4 // 2, r"OSError: \[Errno 27\] File too large"),
+    ("kb", "dense.faiss", SECOND * 128 * 4, r"OSError: \[Errno 27\] File too large"),
+    ("corpus", "shard_000/vectors.f32", 700_000, r"OSError: \[Errno 27\] File too large"),
 ]
 
 
@@ -299,9 +299,9 @@ def _left(vdir: VersionedDir, live: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("fault", ["full disk", "killed"])
-@pytest.mark.parametrize(("kind", "where", "limit", "cause"), _LIMITS, ids=[f"{k}-{w}" for k, w, _, _ in _LIMITS])
+@pytest.mark.parametrize(("kind", "dies_in", "limit", "cause"), _LIMITS, ids=[f"{k}-{w}" for k, w, _, _ in _LIMITS])
 def test_a_build_out_of_room_or_killed_keeps_the_previous_version(
-    tmp_path: Path, kind: str, where: str, limit: int, cause: str, fault: str
+    tmp_path: Path, kind: str, dies_in: str, limit: int, cause: str, fault: str
 ) -> None:
     """A full disk ends in DiskFullError; a build killed mid-write (SIGXFSZ) ends with nothing; either way
     the previous version serves, verified, with the same answers, and the next build swaps in (a corpus
@@ -328,6 +328,10 @@ def test_a_build_out_of_room_or_killed_keeps_the_previous_version(
         assert len(left) == 1 and re.fullmatch(rf"\.{vdir.link}\.[0-9a-f]{{12}}\.tmp", left[0]), left
     else:
         assert left == []
+    if fault == "killed":  # it died writing the named file: a FAISS file exists only once the vectors were whole
+        work = vdir.root / left[0]
+        assert (work / dies_in).is_file() and not (work / MANIFEST).exists()
+        assert bool(list(work.rglob("*.faiss"))) == dies_in.endswith(".faiss"), sorted(work.rglob("*"))
     assert art.build(tmp_path, SECOND) == art.resumes_at  # with room again
     assert vdir.link_path.resolve() != live and not live.exists()
     assert art.probe(tmp_path)[0] == SECOND
