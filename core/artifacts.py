@@ -103,6 +103,8 @@ class ArtifactKind:
         if not isinstance(files, dict):
             raise self.error(f"{self.noun} {folder.name}: the manifest lists no files")
         for rel, entry in files.items():
+            if not isinstance(entry, str | dict):
+                raise self.error(f"{self.noun} {folder.name}: the manifest entry of {rel} is unreadable")
             size, digest = (None, entry) if isinstance(entry, str) else (entry.get("size"), entry.get("sha256"))
             path = folder / rel
             if not path.is_file() or (size is not None and path.stat().st_size != size):

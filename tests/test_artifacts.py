@@ -108,6 +108,12 @@ def test_open_checks_presence_size_and_checksum(tmp_path: Path) -> None:
     (live / MANIFEST).write_text(json.dumps({"format": 2, "files": {}}))
     with pytest.raises(IndexStateError, match="unknown manifest format"):
         vdir.open(verify=False)
+    (live / MANIFEST).write_text(json.dumps({"format": 3, "files": {"sub/data.txt": 7}}))
+    with pytest.raises(IndexStateError, match=r"entry of sub/data\.txt is unreadable"):
+        vdir.open(verify=False)
+    (live / MANIFEST).write_text(json.dumps({"format": 3}))
+    with pytest.raises(IndexStateError, match="lists no files"):
+        vdir.open(verify=False)
 
 
 def test_manifests_with_a_bare_sha256_per_file_are_read(tmp_path: Path) -> None:
