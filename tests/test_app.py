@@ -220,3 +220,45 @@ def test_ask_ai_falls_back_when_the_model_is_unavailable(
     assert not at.exception
     assert any("language model (llamacpp) is unavailable" in w.value for w in at.warning)
     assert [b for b in at.button if (b.key or "").startswith("chip-")], "the extractive answer still cites cases"
+
+
+def test_a_slow_local_model_asks_before_drafting(
+    fresh_env: Runtime, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, llm_server: FakeLLMServer
+) -> None:
+    from core.llm.budget import SpeedMeter
+    from core.store.models import AuditLog
+
+    gguf = tmp_path / "never-loaded.gguf"  # an operator's file: built, never loaded (nothing starts)
+    gguf.write_bytes(b"GGUF")
+    monkeypatch.setenv("CASEBOOK_LLM__BACKEND", "llamacpp")
+    monkeypatch.setenv("CASEBOOK_LLM__LLAMACPP__MODEL_PATH", str(gguf))
+    monkeypatch.delenv("GROQ_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback")  # a remote backend with a key set is offered
+    for name, value in llm_server.llm_env("openai").items():
+        if "__OPENAI__" in name:  # the remote is the loopback server; the configured backend stays local
+            monkeypatch.setenv(name, value)
+    llm_server.reply = "IMPRESSION: COPD with emphysema.\nRECOMMENDATIONS: Follow-up imaging as clinically indicated."
+    meter = SpeedMeter(smoothing=1.0)
+    meter.record(prompt_tokens=500, prompt_ms=100_000, gen_tokens=40, gen_ms=40_000, threads=1)  # 5 and 1 tok/s
+    monkeypatch.setattr("core.llm.budget._METER", meter)
+    scan = scan_of(fresh_env, "rahul.mehta")
+    at = page("scan_review", user_of(fresh_env, "dr.chen"), scan).run()
+    at.button(key="generate-draft").click().run()
+    assert not at.exception
+    warning = next(w.value for w in at.warning if "Local model:" in w.value)
+    assert "the local model needs about" in warning and "Not started" in warning
+    assert at.button(key=f"draft-anyway-{scan}").label.startswith("Run anyway (up to ")
+    assert at.button(key=f"draft-remote-{scan}").label == "Use openai"
+    assert not at.button(key=f"draft-remote-{scan}").disabled
+    assert "Unsaved draft" not in texts(at)
+    with fresh_env.db.read_only() as s:  # nothing started: no model call was audited
+        assert s.scalar(select(func.count()).select_from(AuditLog).where(AuditLog.action == "draft")) == 0
+    at.button(key=f"draft-template-{scan}").click().run()
+    assert not at.exception
+    assert "Unsaved draft" in texts(at) and not any("Local model:" in w.value for w in at.warning)
+    assert "Written by the template" in texts(at) and not llm_server.requests
+    at.button(key="generate-draft").click().run()
+    at.button(key=f"draft-remote-{scan}").click().run()  # the doctor picks the remote backend instead
+    assert not at.exception
+    assert "Written by the model" in texts(at) and len(llm_server.requests) == 1
+    assert at.text_area(key=f"draft:{scan}:impression").value == "COPD with emphysema."
