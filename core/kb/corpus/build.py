@@ -28,11 +28,10 @@ import json
 import logging
 import os
 import shutil
-import sqlite3
 import sys
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,8 +44,8 @@ from core.errors import CorpusInputError, InvalidInputError
 from core.kb.corpus.ann import ann_params, build_shard_index, choose_kind, sample_rows, train_template
 from core.kb.corpus.layout import CORPUS_FORMAT, corpus_dir, query_embedder, shard_files
 from core.kb.corpus.records import CorpusRecord, RecordError, iter_lines, parse_record
-from core.kb.corpus.vectors import Metric, VectorFile, VectorWriter, bad_rows, open_embeddings, prepare, read_rows
-from core.kb.index.docstore import DocStoreWriter
+from core.kb.corpus.vectors import Metric, VectorFile, bad_rows, open_embeddings, prepare, read_rows
+from core.kb.corpus.work import OpenShard, SeenIds
 from core.kb.types import Chunk
 
 if TYPE_CHECKING:
@@ -82,75 +81,6 @@ class CorpusReport:
 def _stat(path: Path) -> dict[str, Any]:
     st = path.stat()
     return {"path": str(path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
-
-
-class _Ids:
-    """Every id seen so far with its position and line (duplicate check across the whole corpus)."""
-
-    def __init__(self, path: Path) -> None:
-        self._db = sqlite3.connect(path)
-        self._db.executescript(
-            "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
-            "CREATE TABLE IF NOT EXISTS ids (id TEXT PRIMARY KEY, pos INTEGER, line INTEGER) WITHOUT ROWID;"
-        )
-
-    def duplicates(self, records: Sequence[CorpusRecord]) -> dict[int, int]:
-        """``{index in records: line where the id first appeared}`` for ids seen before (or earlier in the batch)."""
-        first: dict[str, int] = {}
-        out: dict[int, int] = {}
-        for i, rec in enumerate(records):
-            if rec.id in first:
-                out[i] = first[rec.id]
-            else:
-                first[rec.id] = rec.line
-        ids = list(first)
-        for start in range(0, len(ids), 500):
-            part = ids[start : start + 500]
-            rows = self._db.execute(f"SELECT id, line FROM ids WHERE id IN ({','.join('?' * len(part))})", part)
-            for rid, line in rows:
-                out[next(i for i, r in enumerate(records) if r.id == rid)] = int(line)
-        return out
-
-    def add(self, records: Sequence[CorpusRecord], first_pos: int) -> None:
-        """Record the ids of rows written at ``first_pos`` onwards."""
-        self._db.executemany(
-            "INSERT OR IGNORE INTO ids VALUES (?, ?, ?)", [(r.id, first_pos + i, r.line) for i, r in enumerate(records)]
-        )
-
-    def commit(self) -> None:
-        """Commit the ids added."""
-        self._db.commit()
-
-    def truncate(self, count: int) -> None:
-        """Forget ids at positions ``count`` or later."""
-        self._db.execute("DELETE FROM ids WHERE pos >= ?", (count,))
-        self._db.commit()
-
-    def close(self) -> None:
-        """Close the connection."""
-        self._db.close()
-
-
-class _Shard:
-    """The open shard being written: durable document store plus raw vector file."""
-
-    def __init__(self, folder: Path, dim: int, dtype: str) -> None:
-        folder.mkdir(exist_ok=True)
-        store, vectors, _ = shard_files(dtype)
-        self.store = DocStoreWriter(folder / store, durable=True)
-        self.vectors = VectorWriter(folder / vectors, dim, dtype)
-
-    def rewind(self, count: int) -> None:
-        """Drop rows written after the last checkpoint."""
-        self.store.truncate(count)
-        self.vectors.truncate(count)
-
-    def close(self) -> None:
-        """Finish both files (the store is closed even when the vectors fail to flush)."""
-        try:
-            self.vectors.close()
-        finally:
-            self.store.close()
 
 
 class CorpusIngest:
@@ -237,7 +167,7 @@ class CorpusIngest:
             self.problems.append((records[i].line, f"embedding row {first + i}: {reason}"))
         return prepare(batch, self.metric) if not self.problems else None
 
-    def _flush(self, records: list[CorpusRecord], state: dict[str, Any], shard: _Shard, ids: _Ids) -> None:
+    def _flush(self, records: list[CorpusRecord], state: dict[str, Any], shard: OpenShard, ids: SeenIds) -> None:
         if not records:
             return
         for i, first_line in sorted(ids.duplicates(records).items()):
@@ -261,9 +191,9 @@ class CorpusIngest:
     def _stream(self, state: dict[str, Any], on_checkpoint: Callable[[int], None] | None) -> None:
         cfg = self.cfg
         log.debug("corpus %s: streaming records and vectors", self.name, extra={"phase": "stream"})
-        ids = _Ids(self.work / "ids.sqlite")
+        ids = SeenIds(self.work / "ids.sqlite")
         ids.truncate(state["count"])
-        shard = _Shard(self.work / f"shard_{state['shard']:03d}", self.dim, cfg.corpus.vector_dtype)
+        shard = OpenShard(self.work / f"shard_{state['shard']:03d}", self.dim, cfg.corpus.vector_dtype)
         shard.rewind(state["shard_count"])
         size = self.path.stat().st_size
         bar = tqdm(total=size, initial=state["offset"], unit="B", unit_scale=True, desc=f"corpus {self.name}",
@@ -281,7 +211,7 @@ class CorpusIngest:
             if state["shard_count"] >= cfg.corpus.shard_rows:
                 shard.close()
                 state["shard"], state["shard_count"] = state["shard"] + 1, 0
-                shard = _Shard(self.work / f"shard_{state['shard']:03d}", self.dim, cfg.corpus.vector_dtype)
+                shard = OpenShard(self.work / f"shard_{state['shard']:03d}", self.dim, cfg.corpus.vector_dtype)
             self._save_state(state)
             bar.set_postfix_str(f"{state['count']:,} chunks", refresh=False)  # the bar's ETA runs on bytes read
             bar.update(last[1] - bar.n)
