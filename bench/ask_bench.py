@@ -21,7 +21,6 @@ from core.answer.prompt import ask_messages
 from core.answer.service import ask_question, stream_answer
 from core.cases import build_context_bundle
 from core.demo.seed import seed_demo
-from core.llm.factory import make_llm
 from core.llm.models import ensure_default_model
 from core.runtime import open_runtime
 from core.settings import REPO_ROOT, load_settings
@@ -49,7 +48,7 @@ def main() -> None:
     rt = open_runtime(settings)
     seed_demo(settings, rt.db)
     ensure_default_model(settings)
-    llm = make_llm(settings)
+    llm = rt.llm
     assert llm is not None
     with rt.db.read_only() as s:
         doctor = int(s.scalar(select(User.id).where(User.role == "doctor")) or 0)

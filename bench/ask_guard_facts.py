@@ -29,7 +29,6 @@ from core.answer.guard_inputs import refusal_lists
 from core.answer.prompt import ask_messages
 from core.answer.service import answer_readonly
 from core.errors import CasebookError
-from core.llm.factory import make_llm
 from core.runtime import open_runtime
 from core.settings import REPO_ROOT, Settings
 
@@ -46,7 +45,7 @@ def main() -> int:
     ap.add_argument("--split", choices=["train"], default="train")
     args = ap.parse_args()
     rt = open_runtime(Settings())
-    llm = make_llm(rt.settings)
+    llm = rt.llm
     if llm is None:
         print("no model configured (llm.backend is extractive)", file=sys.stderr)
         return 1

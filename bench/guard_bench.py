@@ -34,7 +34,6 @@ from core.answer.prompt import ask_messages
 from core.answer.service import answer_readonly
 from core.demo.seed import seed_demo
 from core.errors import CasebookError
-from core.llm.factory import make_llm
 from core.runtime import Runtime, open_runtime
 from core.settings import load_settings
 from core.store.models import Scan, User
@@ -77,7 +76,7 @@ def main() -> None:
         )
         rt = open_runtime(settings)
         seed_demo(rt.settings, rt.db)
-        rt.search.open()
+        rt.case_search.open()
         kept = dropped = answers = kept_facts = 0
         hostile_kept = hostile_checked = hostile_kept_facts = 0
         reasons: collections.Counter[str] = collections.Counter()
@@ -118,7 +117,7 @@ def main() -> None:
 
 def _model_run(rt: Runtime, items: list[dict[str, Any]], n: int) -> list[str]:
     """Guard the configured model's answers to ``n`` cited questions, one per scan first."""
-    llm = make_llm(rt.settings)
+    llm = rt.llm
     if llm is None:
         return ["no model configured (llm.backend is extractive)"]
     picked: list[dict[str, Any]] = []

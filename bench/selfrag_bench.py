@@ -191,14 +191,14 @@ def bench_pipeline(
     outcomes, both accuracies with Wilson intervals, P(retrieve) spread, median seconds; ``plot`` gets the PNG.
     """
     from core.kb import ensure_demo_kb
+    from core.runtime import Runtime
     from core.selfrag.evaluate import run_eval
-    from core.selfrag.factory import build_pipeline
     from core.selfrag.mcq import load_benchmark, sample
     from core.settings import load_settings
 
     settings = load_settings(llm={"backend": "llamacpp", "timeout_s": timeout_s})
     ensure_demo_kb(settings)
-    pipeline = build_pipeline(settings)
+    pipeline = Runtime(settings).selfrag
     items = []
     for path in benchmarks:
         data = load_benchmark(path)
@@ -249,6 +249,7 @@ def bench_server(questions: int, parallel: int, max_tokens: int, timeout_s: floa
     llama.cpp's HTTP server with ``parallel`` slots, ``parallel`` questions in flight and the critic's
     requests concurrent. The bundled 30 questions are cycled to reach ``questions``.
     """
+    from core.runtime import Runtime
     from core.selfrag.evaluate import run_eval
     from core.selfrag.factory import build_pipeline
     from core.selfrag.mcq import MCQItem, load_benchmark
@@ -273,7 +274,8 @@ def bench_server(questions: int, parallel: int, max_tokens: int, timeout_s: floa
                    "openai": {"base_url": url, "model": "default", "api_key_env": "CASEBOOK_BENCH_LLAMA_KEY"}}  # fmt: skip
             settings = load_settings(llm=llm, selfrag=sr | {"concurrency": parallel})
             workers = parallel
-        pipeline = build_pipeline(settings, retriever=KBRetriever(StaticRetriever([]), ["none"], "hybrid"))  # nothing to judge
+        pipeline = build_pipeline(settings, llm=Runtime(settings).llm,
+                                  retriever=KBRetriever(StaticRetriever([]), ["none"], "hybrid"))  # nothing to judge
         load = os.getloadavg()[0]
         started = time.perf_counter()
         summaries = run_eval(pipeline, items, out / f"server_{name}.jsonl", "adaptive", progress=True, workers=workers)

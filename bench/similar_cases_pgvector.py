@@ -129,7 +129,7 @@ def run_size(url: str, n: int, n_queries: int) -> list[dict[str, Any]]:
         log("COPY cases")
         _load(db_url, ds)
         started = time.perf_counter()
-        index = rt.search.open()
+        index = rt.case_search.open()
         build_s = time.perf_counter() - started
         assert isinstance(index, PgCaseIndex)
         log(f"synced + HNSW built in {build_s:.0f} s")

@@ -47,7 +47,7 @@ def seed(root: Path) -> None:
     paths = {"data_dir": root / "data", "index_dir": root / "indexes", "model_dir": root / "models"}
     rt = open_runtime(load_settings("test", paths=paths))
     seed_demo(rt.settings, rt.db)
-    rt.search.open()
+    rt.case_search.open()
     rt.db.dispose()
 
 

@@ -29,7 +29,7 @@ def prepare(settings: Settings, say: Callable[[str], None] = print) -> None:
     say(f"Database: {rt.db.engine.url.render_as_string(hide_password=True)}")
     summary = seed_demo(settings, rt.db, progress=say)
     say(summary.message)
-    index = rt.search.open()
+    index = rt.case_search.open()
     say(f"Similar-case index {index.version}: {index.manifest['count']} cases")
     for step in EXTRA_STEPS:
         module, _, func = step.partition(":")

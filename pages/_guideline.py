@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import streamlit as st
 
 from core.errors import CasebookError
-from pages._shared import show_error
+from pages._shared import runtime_for, runtime_part, show_error
 
 if TYPE_CHECKING:
     from core.guideline.pipeline import GuidelineQA
@@ -36,22 +36,16 @@ RESULT_KEY = "guideline:result"
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*")
 
 
-@st.cache_resource(show_spinner="Opening the knowledge bases…", max_entries=4)
 def kb_for(settings: str) -> KnowledgeBase:
-    """The knowledge bases, opened once per settings."""
-    from core.kb.base import KnowledgeBase
-    from core.settings import Settings
-
-    return KnowledgeBase(Settings.model_validate_json(settings))
+    """The runtime's knowledge bases (the indexes Ask AI and Self-RAG search too)."""
+    kb: KnowledgeBase = runtime_part(runtime_for(settings), "kb", "Opening the knowledge bases…")
+    return kb
 
 
-@st.cache_resource(show_spinner="Loading guideline QA…", max_entries=4)
 def qa_for(settings: str) -> GuidelineQA:
-    """The guideline QA pipeline (its writer and model as configured), built once per settings."""
-    from core.guideline.pipeline import GuidelineQA
-    from core.settings import Settings
-
-    return GuidelineQA(Settings.model_validate_json(settings), retriever=kb_for(settings))
+    """The runtime's Guideline QA: its shared indexes and, when ``guideline.writer`` is ``llm``, its shared model."""
+    qa: GuidelineQA = runtime_part(runtime_for(settings), "guideline_qa", "Loading guideline QA…")
+    return qa
 
 
 def highlight(snippet: str, bullet: str) -> str:

@@ -18,7 +18,7 @@ _ROUND = "mydocs:round"
 
 
 def spaces_for(settings: str) -> DocumentSpaces:
-    """The document spaces over the page's cached knowledge bases."""
+    """The document spaces over the runtime's knowledge bases."""
     from core.kb.spaces import DocumentSpaces
     from pages._guideline import kb_for
 

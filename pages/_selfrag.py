@@ -11,7 +11,7 @@ import streamlit as st
 
 from core.errors import CasebookError
 from core.settings import REPO_ROOT
-from pages._shared import get_runtime, llm_for, show_error
+from pages._shared import get_runtime, runtime_for, runtime_part, show_error
 
 if TYPE_CHECKING:
     from core.config.selfrag import RetrievalMode
@@ -25,14 +25,10 @@ TRACE_KEY = "selfrag:trace"
 RUNS_KEY = "selfrag:runs"
 
 
-@st.cache_resource(show_spinner="Building the self-reflective pipeline…", max_entries=4)
-def pipeline_for(settings: str, api_key: str | None) -> SelfRagPipeline:
-    """The pipeline (critic, generator, retriever as configured), built once per settings."""
-    from core.selfrag.factory import build_pipeline
-    from core.settings import Settings
-
-    s = Settings.model_validate_json(settings)
-    return build_pipeline(s, llm=llm_for(settings, api_key))
+def pipeline_for(settings: str) -> SelfRagPipeline:
+    """The runtime's pipeline: its shared model as critic and generator, its shared indexes or corpora."""
+    pipeline: SelfRagPipeline = runtime_part(runtime_for(settings), "selfrag", "Building the self-reflective pipeline…")
+    return pipeline
 
 
 def parse_options(text: str) -> dict[str, str]:
@@ -119,7 +115,7 @@ def show_trace(trace: SelfRagTrace) -> None:
         st.json(trace.to_json(), expanded=False)
 
 
-def question_tab(settings: str, key: str | None) -> None:
+def question_tab(settings: str) -> None:
     """One question through the pipeline."""
     with st.form("selfrag-one"):
         question = st.text_area("Question", key="selfrag-question")
@@ -142,7 +138,7 @@ def question_tab(settings: str, key: str | None) -> None:
                 return
             try:
                 with st.spinner("Running the pipeline (a local model takes tens of seconds)…"):
-                    st.session_state[TRACE_KEY] = pipeline_for(settings, key).run(question.strip(), opts, mode=mode)
+                    st.session_state[TRACE_KEY] = pipeline_for(settings).run(question.strip(), opts, mode=mode)
             except CasebookError as exc:
                 show_error("The pipeline failed", exc)
                 return
@@ -151,7 +147,7 @@ def question_tab(settings: str, key: str | None) -> None:
         show_trace(trace)
 
 
-def benchmark_tab(settings: str, key: str | None, seed: int) -> None:
+def benchmark_tab(settings: str, seed: int) -> None:
     """A sample of a benchmark file in the chosen modes, with accuracy plots."""
     from core.selfrag.evaluate import make_record, summarise
     from core.selfrag.mcq import load_benchmark, sample
@@ -181,7 +177,7 @@ def benchmark_tab(settings: str, key: str | None, seed: int) -> None:
         bar = st.progress(0.0, text="Starting…")
         total = len(chosen) * len(modes)
         try:
-            pipeline = pipeline_for(settings, key)
+            pipeline = pipeline_for(settings)
             for m in modes:
                 for item in chosen:
                     bar.progress(len(records) / total, text=f"{m}: question {item.qid} ({len(records) + 1}/{total})")

@@ -1,15 +1,16 @@
 """What every page shares: the signed-in user, cached runtime and lookups, the scan picker, notices.
 
-Caching rules: heavy objects come from ``st.cache_resource`` with every input an
-argument (the settings as JSON, so a test or a preset change never reuses a
-stale runtime); per-scan results come from ``st.cache_data`` keyed by the scan
-id, ``top_k`` and the index version. The URL carries only the opaque scan id.
+Caching rules: the one heavy object is the runtime (:mod:`core.runtime`), from
+``st.cache_resource`` keyed by the settings as JSON (so a test or a preset
+change never reuses a stale runtime); it builds every part (model, embedder,
+indexes, pipelines) once and pages only ask it for them (:func:`runtime_part`).
+Per-scan results come from ``st.cache_data`` keyed by the scan id, ``top_k``
+and the index version. The URL carries only the opaque scan id.
 """
 
 from __future__ import annotations
 
-import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
@@ -55,10 +56,10 @@ def settings_json() -> str:
 
 @st.cache_resource(show_spinner="Opening the case store…", max_entries=8)
 def runtime_for(settings: str) -> Runtime:
-    """One runtime per distinct settings (usually one per server process)."""
+    """One runtime per distinct settings (usually one per server process); a remote API key may come from secrets."""
     from core.runtime import open_runtime  # lazy: FAISS loads after the first paint
 
-    return open_runtime(Settings.model_validate_json(settings))
+    return open_runtime(Settings.model_validate_json(settings), secrets=st.secrets)
 
 
 def get_runtime() -> Runtime:
@@ -66,54 +67,27 @@ def get_runtime() -> Runtime:
     return runtime_for(settings_json())
 
 
-@st.cache_resource(show_spinner="Loading the language model…", max_entries=4)
-def llm_for(settings: str, api_key: str | None) -> LLM | None:
-    """The configured language model, built once (``None`` for the extractive backend)."""
-    from core.llm.factory import make_llm
-
-    return make_llm(Settings.model_validate_json(settings), api_key=api_key)
-
-
-def _secret(env: str) -> str | None:
-    try:
-        key = st.secrets.get(env)
-    except FileNotFoundError:  # no secrets file
-        return None
-    return str(key) if key else None
-
-
-def _key_env(settings: Settings, backend: str) -> str | None:
-    llm = settings.llm
-    return {"groq": llm.groq.api_key_env, "openai": llm.openai.api_key_env}.get(backend)
-
-
-def llm_key(rt: Runtime) -> str | None:
-    """A remote backend's API key from Streamlit secrets, if set there (else the backend reads the environment)."""
-    env = _key_env(rt.settings, rt.settings.llm.backend)
-    return _secret(env) if env else None
+def runtime_part(rt: Runtime, name: str, spinner: str) -> Any:
+    """``rt``'s part ``name`` (``llm``, ``kb``, ``guideline_qa``...), with ``spinner`` shown while it is first built."""
+    if rt.built(name):
+        return getattr(rt, name)
+    with st.spinner(spinner):
+        return getattr(rt, name)
 
 
 def remote_backend(rt: Runtime) -> str | None:
     """The remote backend to offer when the local model is too slow here: the first with a key set, or None."""
-    for backend in ("groq", "openai"):
-        env = _key_env(rt.settings, backend)
-        if backend != rt.settings.llm.backend and env and (_secret(env) or os.environ.get(env)):
-            return backend
-    return None
+    return rt.remote_backend
 
 
 def get_remote_llm(rt: Runtime) -> LLM | None:
-    """The :func:`remote_backend` model (names are removed before any request leaves), or None."""
-    backend = remote_backend(rt)
-    if backend is None:
-        return None
-    settings = rt.settings.model_copy(update={"llm": rt.settings.llm.model_copy(update={"backend": backend})})
-    env = _key_env(settings, backend)
-    return llm_for(settings.model_dump_json(), _secret(env) if env else None)
+    """The runtime's :func:`remote_backend` model (names are removed before any request leaves), or None."""
+    remote: LLM | None = runtime_part(rt, "remote_llm", "Loading the remote language model…")
+    return remote
 
 
 def get_llm(rt: Runtime) -> LLM | None:
-    """The language model for ``rt`` (a remote backend's key may come from Streamlit secrets).
+    """The runtime's language model (a remote backend's key may come from Streamlit secrets).
 
     A backend that cannot be built (model file missing, package absent) shows a warning and
     gives ``None``: answers and drafts then come from the similar cases alone.
@@ -122,7 +96,8 @@ def get_llm(rt: Runtime) -> LLM | None:
 
     llm = rt.settings.llm
     try:
-        return llm_for(settings_json(), llm_key(rt))
+        found: LLM | None = runtime_part(rt, "llm", "Loading the language model…")
+        return found
     except (CasebookError, ImportError) as exc:
         hint = getattr(exc, "hint", "")
         st.warning(
@@ -283,12 +258,12 @@ def list_scans(user_id: int, role: str, settings: str) -> list[ScanRow]:
 @st.cache_data(show_spinner="Finding similar cases…", max_entries=2048)
 def similar_cases(scan_id: str, top_k: int, index_version: str, settings: str) -> SimilarCasesResult:
     """Similar cases, cached per scan, ``top_k``, index version and settings."""
-    return runtime_for(settings).search.similar_cases(scan_id, top_k)
+    return runtime_for(settings).case_search.similar_cases(scan_id, top_k)
 
 
 def index_version() -> str:
     """Current case index version (part of every per-scan cache key)."""
-    return get_runtime().search.index.version
+    return get_runtime().case_search.index.version
 
 
 def similar_for(scan_id: str, top_k: int | None = None) -> SimilarCasesResult:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import streamlit as st
 
+from core.selfrag.factory import needs_llm
 from pages._selfrag import benchmark_tab, question_tab
-from pages._shared import DEMO_NOTICE, get_llm, get_runtime, llm_key, require_user, settings_json
+from pages._shared import DEMO_NOTICE, get_llm, get_runtime, require_user, settings_json
 
 user = require_user(doctor=True)
 st.title("Self-reflective RAG")
@@ -24,8 +25,7 @@ cfg = rt.settings.selfrag
 if not cfg.enabled:
     st.info("Self-reflective RAG is switched off (`selfrag.enabled = false`).")
     st.stop()
-needs_llm = cfg.critic != "native" or cfg.generator != "native"
-if needs_llm and get_llm(rt) is None:
+if needs_llm(cfg) and get_llm(rt) is None:
     st.info(
         "This page needs a language model: the critic and the generator read token probabilities. "
         f"The configured backend is `{rt.settings.llm.backend}`. Set `llm.backend` (the local default is "
@@ -33,9 +33,8 @@ if needs_llm and get_llm(rt) is None:
         icon="🧠",
     )
     st.stop()
-api_key = llm_key(rt)
 one, bench = st.tabs(["One question", "Benchmark"])
 with one:
-    question_tab(settings_json(), api_key)
+    question_tab(settings_json())
 with bench:
-    benchmark_tab(settings_json(), api_key, cfg.eval_seed)
+    benchmark_tab(settings_json(), cfg.eval_seed)

@@ -61,7 +61,7 @@ except CasebookError as exc:
 
 st.subheader("Similar-case index")
 try:
-    index = rt.search.index
+    index = rt.case_search.index
     m = index.manifest
     i1, i2, i3 = st.columns(3)
     i1.metric("Cases", f"{m['count']:,}")
@@ -95,8 +95,8 @@ sure = st.checkbox("I want to rebuild the similar-case index", key="confirm-rebu
 if st.button("Rebuild similar-case index", key="rebuild-index", type="primary", disabled=not sure):
     try:
         with st.spinner("Rebuilding the similar-case index…"):
-            rt.search.rebuild()
-            new = rt.search.refresh()
+            rt.case_search.rebuild()
+            new = rt.case_search.refresh()
     except CasebookError as exc:
         show_error("Rebuild failed", exc)
     else:

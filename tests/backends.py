@@ -120,7 +120,7 @@ def pg_template(cluster: PgCluster, demo_root: Path) -> str:
     rt.db.dispose()
     copy_sqlite_to_pg(demo_root / "data" / "casebook.db", cluster.url_for(name))
     rt = open_runtime(settings)
-    rt.search.open()
+    rt.case_search.open()
     rt.db.dispose()
     return name
 

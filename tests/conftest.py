@@ -46,7 +46,7 @@ def demo_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("demo")
     rt = open_runtime(make_settings(root))
     seed_demo(rt.settings, rt.db)
-    rt.search.open()
+    rt.case_search.open()
     rt.db.dispose()
     return root
 

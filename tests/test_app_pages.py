@@ -117,7 +117,7 @@ def test_settings_status_shows_backends_models_and_index(demo_env: Path, demo: R
     assert not at.exception
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Language model"] == "extractive" and metrics["Cases"] == f"{demo.settings.demo.n_cases:,}"
-    assert demo.search.index.version in texts(at)
+    assert demo.case_search.index.version in texts(at)
     assert len(at.dataframe) == 2  # the model time budgets, then the model file row with its sha256
     budgets = at.dataframe[0].value
     assert list(budgets["feature"]) == ["Ask AI", "Report drafts", "Guideline QA writer", "Self-RAG stage"]

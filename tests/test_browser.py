@@ -245,7 +245,7 @@ def test_report_draft_guideline_qa_selfrag_and_status_pages(kb_server: tuple[str
             page.get_by_role("link", name="Settings / Status").click()
             expect(page.get_by_role("heading", name="Settings / Status")).to_be_visible()
             expect(page.get_by_text("openai", exact=True)).to_be_visible()
-            expect(page.get_by_text(rt.search.index.version).first).to_be_visible()
+            expect(page.get_by_text(rt.case_search.index.version).first).to_be_visible()
             page.screenshot(path=str(ARTIFACTS / "12-settings-status.png"))
         except Exception:
             page.screenshot(path=str(ARTIFACTS / "failure-kb.png"))

@@ -70,14 +70,14 @@ def _count(rt: Runtime, model: type) -> int:
 # -- store -------------------------------------------------------------------------------------------
 def test_backend_is_the_one_asked_for(ro: Runtime, backend: str) -> None:
     assert ro.db.engine.dialect.name == ("sqlite" if backend == "sqlite" else "postgresql")
-    assert type(ro.search).__name__ == ("CaseSearch" if backend == "sqlite" else "PgVectorSearch")
+    assert type(ro.case_search).__name__ == ("CaseSearch" if backend == "sqlite" else "PgVectorSearch")
 
 
 def test_demo_data_and_checksum_are_identical_on_both(ro: Runtime, demo: Runtime) -> None:
     with ro.db.read_only() as a, demo.db.read_only() as b:
         assert table_checksum(a) == table_checksum(b)
         assert a.scalar(select(func.count()).select_from(Scan)) == b.scalar(select(func.count()).select_from(Scan))
-    assert ro.search.index.manifest["table_checksum"] == demo.search.index.manifest["table_checksum"]
+    assert ro.case_search.index.manifest["table_checksum"] == demo.case_search.index.manifest["table_checksum"]
 
 
 def test_embeddings_round_trip_bit_exact(rw: Runtime) -> None:
@@ -215,8 +215,8 @@ def test_hnsw_path_never_returns_fewer_rows(rw: Runtime, backend: str) -> None:
     """Every group goes through the approximate path; narrow filters still get min(k, matching)."""
     settings = rw.settings.model_copy(update={"search": rw.settings.search.model_copy(update={"hnsw_min_cases": 10})})
     rt = open_runtime(settings)
-    index = rt.search.rebuild()  # the FAISS version does not record hnsw_min_cases: rebuild explicitly
-    rt.search.refresh()
+    index = rt.case_search.rebuild()  # the FAISS version does not record hnsw_min_cases: rebuild explicitly
+    rt.case_search.refresh()
     assert any(g["hnsw"] for g in index.groups.values())
     for user in ("fatima.zahra", "priya.nair", "imran.khan", "li.wei"):
         sid = scan_of(rt, user)
@@ -267,7 +267,7 @@ def test_new_cases_change_the_version_and_are_found(rw: Runtime) -> None:
                 embedding=emb,
             )
         )
-    rw.search.refresh()
+    rw.case_search.refresh()
     after = get_similar_cases(rw, sid)
     assert after.index_version != before.index_version
     assert after.cases[0].caseId == "NEW-1" and after.cases[0].similarity == pytest.approx(1.0, abs=1e-4)
@@ -276,15 +276,15 @@ def test_new_cases_change_the_version_and_are_found(rw: Runtime) -> None:
 def test_lost_index_is_detected_and_rebuilt(rw: Runtime, backend: str) -> None:
     sid = scan_of(rw, "rahul.mehta")
     expected = [c.caseId for c in get_similar_cases(rw, sid).cases]
-    version = rw.search.index.version
+    version = rw.case_search.index.version
     if backend == "sqlite":
-        shutil.rmtree((rw.search.root / "current").resolve())
+        shutil.rmtree((rw.case_search.root / "current").resolve())
     else:
         with rw.db.session() as s:
             for name in s.scalars(text("SELECT indexname FROM pg_indexes WHERE indexname LIKE '%hnsw%'")):
                 s.execute(text(f'DROP INDEX "{name}"'))
             s.execute(text("DELETE FROM case_embeddings WHERE case_pk % 3 = 0"))
     rt = open_runtime(rw.settings)
-    assert rt.search.index.version == version
+    assert rt.case_search.index.version == version
     assert [c.caseId for c in get_similar_cases(rt, sid).cases] == expected
     rt.db.dispose()

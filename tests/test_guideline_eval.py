@@ -18,6 +18,7 @@ from core.guideline.cli import register
 from core.guideline.evaluate import EvalReport, load_eval, run_eval
 from core.guideline.pipeline import GuidelineQA
 from core.guideline.types import QAAnswer
+from core.runtime import Runtime
 from core.settings import REPO_ROOT, Settings
 from tests.conftest import make_settings
 
@@ -48,7 +49,7 @@ def assert_targets(report: EvalReport) -> None:
 
 
 def test_extractive_eval_on_the_frozen_test_split(kb_settings: Settings) -> None:
-    qa = GuidelineQA(kb_settings, llm=None)
+    qa = Runtime(kb_settings).guideline_qa  # extractive: the test preset has no model
     items = [i for i in load_eval(REPO_ROOT / kb_settings.guideline.eval_path) if i.split != "realistic"]
     assert len(items) >= 200 and sum(i.split == "test" for i in items) >= 60
     report = run_eval(qa, items)
@@ -77,7 +78,7 @@ SEED_EXAMPLES = {
 def _first_sections(settings: Settings, alpha: float) -> dict[str, str | None]:
     """Per seed example: the LOINC code of the drug's best label chunk after fusion (the first past the anchor)."""
     cfg = settings.guideline.model_copy(update={"alpha": alpha})
-    qa = GuidelineQA(settings.model_copy(update={"guideline": cfg}), llm=None)
+    qa = Runtime(settings.model_copy(update={"guideline": cfg})).guideline_qa
     codes = {c.chunk_id: c.section_code for _, c in qa.retriever.index("druglabels").store.iter_chunks()}  # type: ignore[attr-defined]
     out: dict[str, str | None] = {}
     for question in SEED_EXAMPLES:
@@ -93,7 +94,7 @@ def test_the_seed_examples_rank_the_named_section_first(kb_settings: Settings) -
     plain = _first_sections(kb_settings, 0.0)
     assert plain != SEED_EXAMPLES  # without the boost some examples rank another section first (2 of 4 measured)
     for question, code in SEED_EXAMPLES.items():
-        result = GuidelineQA(kb_settings, llm=None).answer(question)
+        result = Runtime(kb_settings).guideline_qa.answer(question)
         assert isinstance(result, QAAnswer) and result.route == "drug"
         assert {e.section_code for e in result.evidence} == {code}  # off-slot sections are not evidence
 
@@ -168,7 +169,7 @@ def test_local_llm_eval_meets_every_target(kb_root: Path) -> None:
         if not default_model_path(real).is_file():
             pytest.skip("default local model missing: run `python -m core llm assemble`")
         settings = real
-    qa = GuidelineQA(settings)
+    qa = Runtime(settings).guideline_qa
     items = [i for i in load_eval(REPO_ROOT / settings.guideline.eval_path) if i.id in LLM_IDS]
     report = run_eval(qa, items)
     print(report.model_dump_json(indent=1))  # shown with `pytest -s`; the numbers in docs/benchmarks/guideline_qa.md
@@ -193,11 +194,11 @@ def test_realistic_documents_ingested_as_an_upload_meet_the_targets(kb_root: Pat
     reports = ingest_realistic(kb)
     assert [len(r.docs) for r in reports] == [1, 6] and all(r.kb == SHARED_SPACE for r in reports)
     items = [i for i in load_eval(REPO_ROOT / settings.guideline.eval_path) if i.split == "realistic"]
-    report = run_eval(GuidelineQA(settings, retriever=kb, llm=None), items, (SHARED_SPACE,))
+    report = run_eval(GuidelineQA(settings, kb, kb.drug_lexicon()), items, (SHARED_SPACE,))
     real = report.splits["realistic"]
     # measured 100% answered, 93.9% fact, 100% section (docs/benchmarks/guideline_qa.md)
     assert real.answer_rate >= 0.9 and real.keyword_hit_rate >= 0.85 and real.section_rate >= 0.9, real
     assert real.ood_abstention == 1.0 and real.refusal_rate == 1.0
     assert real.contamination == 0.0 and real.unsupported_rate == 0.0
-    without = run_eval(GuidelineQA(settings, retriever=kb, llm=None), items[:6]).splits["realistic"]
+    without = run_eval(GuidelineQA(settings, kb, kb.drug_lexicon()), items[:6]).splits["realistic"]
     assert without.answer_rate <= 0.5  # the same labels unanswerable without the space: it is what answered

@@ -9,6 +9,7 @@ import pytest
 from core.guideline.pipeline import GuidelineQA
 from core.guideline.types import Abstention, QAAnswer
 from core.kb.types import Hit
+from core.llm.factory import make_llm
 from core.settings import Settings
 from tests.conftest import make_settings
 from tests.llm_server import FakeLLMServer
@@ -52,6 +53,7 @@ def settings(tmp_path: Path) -> Settings:
 
 def qa_with(settings: Settings, hits: dict[str, list[Hit]] | None = None, **kw: object) -> GuidelineQA:
     retriever = ListRetriever(hits if hits is not None else {"druglabels": LABELS, "guidelines": GUIDES})
+    kw.setdefault("llm", make_llm(settings))  # None for the test preset's extractive backend
     return GuidelineQA(settings, retriever=retriever, lexicon=LEXICON, **kw)  # type: ignore[arg-type]
 
 

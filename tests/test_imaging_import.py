@@ -59,7 +59,7 @@ def test_grouping_by_patient_study_and_series(rt: Runtime, tmp_path: Path) -> No
     assert all(sc.ai_diagnosis == AWAITING_READING and sc.embedding is None for sc in scans)
     assert "no embedding" in summary.embedding_note
     # no scan embedding: similar-case search gives the contract's fixed empty answer with its reason
-    result = rt.search.similar_cases(summary.scans[0].scan_id)
+    result = rt.case_search.similar_cases(summary.scans[0].scan_id)
     assert result.cases == [] and result.empty_reason == EmptyReason.NO_EMBEDDING
     assert audit_outcomes(rt) == ["ok"]
 

@@ -48,7 +48,7 @@ def test_prior_and_thumbnails_lookups(demo: Runtime) -> None:
     prior = prior_scan(demo.db, newest)
     assert prior is not None and prior.scan_id == scan_of(demo, "rahul.mehta", -2)
     assert prior_scan(demo.db, scan_of(demo, "rahul.mehta", 0)) is None
-    result = demo.search.similar_cases(newest, 5)
+    result = demo.case_search.similar_cases(newest, 5)
     thumbs = case_thumbnails(demo.db, [c.caseId for c in result.cases] + ["HC-NOPE"])
     assert set(thumbs) == {c.caseId for c in result.cases}
     view = next(iter(thumbs.values()))

@@ -13,8 +13,9 @@ from core.errors import ConfigError
 from core.guideline.pipeline import GuidelineQA
 from core.guideline.types import QAAnswer
 from core.kb.corpus.build import ingest_corpus
-from core.kb.corpus.serve import CorpusSearch
+from core.kb.corpus.serve import CorpusSearch, WithCorpora
 from core.kb.index.fusion import rrf
+from core.runtime import Runtime
 from core.selfrag.factory import make_retriever
 from core.selfrag.retrieval import KBRetriever
 from core.settings import Settings
@@ -57,17 +58,22 @@ def _settings(root: Path, **overrides: Any) -> Settings:
     return make_settings(root, kb={"progress": False}, **overrides)
 
 
+def _retriever(settings: Settings) -> KBRetriever:
+    rt = Runtime(settings)
+    return make_retriever(settings, rt.kb, rt.corpora)
+
+
 def test_selfrag_attaches_ingested_corpora_by_name(corpora: Path) -> None:
-    retriever = make_retriever(_settings(corpora, selfrag={"corpus": "pubmed"}))
+    retriever = _retriever(_settings(corpora, selfrag={"corpus": "pubmed"}))
     assert isinstance(retriever, KBRetriever)
     docs = retriever.retrieve("How is tuberculosis transmitted?", 2)
     assert docs[0].doc_id == "pm1" and docs[0].title == "Tuberculosis transmission"
     assert docs[0].source == "corpus:pubmed:pubmed.jsonl" and 0.5 < docs[0].score <= 1.0
 
-    fused = make_retriever(_settings(corpora, selfrag={"corpus": "pubmed+textbooks"})).retrieve("TB spread", 4)
+    fused = _retriever(_settings(corpora, selfrag={"corpus": "pubmed+textbooks"})).retrieve("TB spread", 4)
     assert {d.doc_id for d in fused[:2]} == {"pm1", "tb1"}
     with pytest.raises(ConfigError, match=r"ingested: pubmed, textbooks"):
-        make_retriever(_settings(corpora, selfrag={"corpus": "pubmed+nope"}))
+        _retriever(_settings(corpora, selfrag={"corpus": "pubmed+nope"}))
 
 
 def test_rrf_across_two_corpora(corpora: Path) -> None:
@@ -88,7 +94,7 @@ def test_guideline_mixed_route_searches_the_corpus(corpora: Path) -> None:
     settings = _settings(corpora, guideline={"mixed_corpora": ["pubmed", "textbooks"], "evidence_chunks": 8,
                                              "thresholds": {"corpus:pubmed+textbooks": 0.0}})  # fmt: skip
     inner = ListRetriever({"druglabels": LABELS, "guidelines": GUIDES})
-    qa = GuidelineQA(settings, retriever=inner, lexicon=LEXICON, llm=None)
+    qa = GuidelineQA(settings, WithCorpora(inner, CorpusSearch(settings)), LEXICON, llm=None)
     result = qa.answer("How does TB spread?")
     retrieves = {s.detail["kb"]: s.after for s in result.trace.steps if s.name == "retrieve"}
     assert set(retrieves) == {"guidelines", "druglabels", "corpus:pubmed+textbooks"}

@@ -14,6 +14,7 @@ import pytest
 from core.kb.corpus.build import ingest_corpus
 from core.kb.corpus.layout import corpus_link, query_embedder
 from core.kb.corpus.serve import CorpusSearch
+from core.runtime import Runtime
 from core.selfrag.factory import make_retriever
 from tests.conftest import make_settings
 
@@ -81,5 +82,6 @@ def test_ten_thousand_chunks_from_text_alone_resume_and_serve_self_rag(tmp_path:
         hits = search.search(rows[i]["text"], "corpus:notes", 5, "dense")
         assert rows[i]["id"] in [h.chunk_id for h in hits]
     # With a corpus ingested, Self-RAG retrieves from it by default (selfrag.corpus = auto), not the demo KBs.
-    docs = make_retriever(settings).retrieve(rows[42]["text"], 5)
+    rt = Runtime(settings)
+    docs = make_retriever(settings, rt.kb, rt.corpora).retrieve(rows[42]["text"], 5)
     assert rows[42]["id"] in [d.doc_id for d in docs] and all(d.source.startswith("corpus:") for d in docs)

@@ -129,7 +129,7 @@ def test_draft_fault_gives_the_extractive_draft_and_writes_nothing(
 def test_damaged_index_is_detected_and_rebuilt(fresh: Runtime, damage: str) -> None:
     sid = scan_of(fresh, "rahul.mehta")
     expected = [c.caseId for c in get_similar_cases(fresh, sid).cases]
-    current = (fresh.search.root / "current").resolve()
+    current = (fresh.case_search.root / "current").resolve()
     if damage == "delete_version":
         shutil.rmtree(current)
     elif damage == "delete_manifest":
@@ -140,11 +140,11 @@ def test_damaged_index_is_detected_and_rebuilt(fresh: Runtime, damage: str) -> N
     elif damage == "garbage_ids":
         (current / "ids.npy").write_bytes(b"\x93NUMPY garbage")
     else:
-        (fresh.search.root / "current").unlink()
-        (fresh.search.root / "current").symlink_to("v-does-not-exist")
+        (fresh.case_search.root / "current").unlink()
+        (fresh.case_search.root / "current").symlink_to("v-does-not-exist")
     rt = open_runtime(fresh.settings)
     assert [c.caseId for c in get_similar_cases(rt, sid).cases] == expected
-    assert rt.search.index.version == fresh.search.index.version
+    assert rt.case_search.index.version == fresh.case_search.index.version
     rt.db.dispose()
 
 
@@ -219,13 +219,13 @@ def test_disk_full_during_ingestion_keeps_the_previous_index(fresh: Runtime, tin
     rt = open_runtime(settings)
     sid = scan_of(rt, "rahul.mehta")
     before = get_similar_cases(rt, sid)
-    old = rt.search.index
+    old = rt.case_search.index
     _import_one_case(rt, tmp_path)
     with pytest.raises(DiskFullError) as full:
-        rt.search.refresh()
+        rt.case_search.refresh()
     assert isinstance(full.value.__cause__, OSError)  # ENOSPC, or numpy's short write of vectors.npy
     assert str(tiny_disk / "cases") in full.value.hint and "previous index still serves" in full.value.hint
-    assert rt.search.index.version == old.version
+    assert rt.case_search.index.version == old.version
     assert get_similar_cases(rt, sid) == before
     _assert_previous_case_index_serves(tiny_disk / "cases", old, old.vectors[0])
     rt.db.dispose()
@@ -238,21 +238,21 @@ from tests.conftest import make_settings
 def work():
     rt = open_runtime(make_settings(Path(sys.argv[2])))
     limit()
-    rt.search.refresh()
+    rt.case_search.refresh()
 """
 
 
 def test_file_size_limit_during_a_case_index_build_keeps_the_previous_index(fresh: Runtime, tmp_path: Path) -> None:
-    old = fresh.search.index
+    old = fresh.case_search.index
     _import_one_case(fresh, tmp_path)
     root = fresh.settings.paths.data_dir.parent
     got = _under_file_size_limit(_CASE_INDEX_CHILD, 1 << 20, str(root))  # vectors.npy of the demo is larger
     assert got["error"] == "DiskFullError", got
     assert got["cause"].startswith("OSError: ") and "requested and" in got["cause"]  # numpy's short write
-    assert got["hint"] == f"Free space under {fresh.search.root}; the previous index still serves."
-    _assert_previous_case_index_serves(fresh.search.root, old, old.vectors[3])
+    assert got["hint"] == f"Free space under {fresh.case_search.root}; the previous index still serves."
+    _assert_previous_case_index_serves(fresh.case_search.root, old, old.vectors[3])
     rt = open_runtime(fresh.settings)  # with room again, the next open rebuilds over the imported case
-    assert rt.search.index.version != old.version and rt.search.index.manifest["count"] == old.manifest["count"] + 1
+    assert rt.case_search.index.version != old.version and rt.case_search.index.manifest["count"] == old.manifest["count"] + 1
     rt.db.dispose()
 
 

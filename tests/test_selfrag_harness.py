@@ -10,13 +10,16 @@ from typing import Any
 import pytest
 
 from core.errors import ConfigError, InvalidInputError
+from core.llm.factory import make_llm
+from core.runtime import Runtime
 from core.selfrag import cli
 from core.selfrag.evaluate import run_eval, summarise, wilson
-from core.selfrag.factory import build_pipeline, make_retriever, register_corpus
+from core.selfrag.factory import build_pipeline, make_retriever
 from core.selfrag.mcq import load_benchmark, load_mirage, load_selfbiorag, sample
 from core.selfrag.plot import plot_modes
 from core.selfrag.retrieval import KBRetriever, QueryProcessor, StaticRetriever
 from core.selfrag.types import Passage
+from core.settings import Settings
 from tests.conftest import make_settings
 from tests.llm_server import FakeLLMServer
 
@@ -79,13 +82,28 @@ def test_query_augmentations_from_yaml(tmp_path: Path) -> None:
         QueryProcessor([{"type": "translate"}])
 
 
+def pubmed_corpus(settings: Settings) -> StaticRetriever:
+    """A corpus retriever named by import path in ``selfrag.corpus`` (as a PubMed-style corpus would be)."""
+    return StaticRetriever([Passage("p1", "pubmed abstract")])
+
+
+def cli_corpus(settings: Settings) -> StaticRetriever:
+    return StaticRetriever([Passage("p1", "a test passage")])
+
+
+def _retriever(settings: Settings) -> KBRetriever:
+    rt = Runtime(settings)
+    return make_retriever(settings, rt.kb, rt.corpora)
+
+
 def test_named_corpus_plugs_in_through_the_retriever_protocol(tmp_path: Path) -> None:
-    docs = [Passage("p1", "pubmed abstract")]
-    register_corpus("test-corpus", lambda settings: StaticRetriever(docs))
-    retriever = make_retriever(make_settings(tmp_path, selfrag={"corpus": "test-corpus"}))
-    assert retriever.retrieve("abstract", 1) == [Passage("p1", "pubmed abstract", source="test-corpus:", score=1.0)]
-    with pytest.raises(ConfigError, match="test-corpus"):
-        make_retriever(make_settings(tmp_path, selfrag={"corpus": "nope"}))
+    path = f"{__name__}:pubmed_corpus"
+    retriever = _retriever(make_settings(tmp_path, selfrag={"corpus": path}))
+    assert retriever.retrieve("abstract", 1) == [Passage("p1", "pubmed abstract", source=f"{path}:", score=1.0)]
+    with pytest.raises(ConfigError, match="nope"):
+        _retriever(make_settings(tmp_path, selfrag={"corpus": "nope"}))
+    with pytest.raises(ConfigError, match="no importable function"):
+        _retriever(make_settings(tmp_path, selfrag={"corpus": f"{__name__}:missing"}))
 
 
 def _script(llm_server: FakeLLMServer, letter: str) -> None:
@@ -97,7 +115,7 @@ def _script(llm_server: FakeLLMServer, letter: str) -> None:
 def test_harness_writes_one_record_per_question_and_resumes(llm_server: FakeLLMServer, tmp_path: Path) -> None:
     _script(llm_server, "D")
     settings = make_settings(tmp_path, llm=llm_server.llm_overrides("openai"), selfrag={"judge_batch": "separate", "relevance_floor": 0.2})
-    pipeline = build_pipeline(settings, retriever=_static([Passage("d", "nitrofurantoin in pregnancy")]))
+    pipeline = build_pipeline(settings, llm=make_llm(settings), retriever=_static([Passage("d", "nitrofurantoin in pregnancy")]))
     items = sample(load_benchmark(MIRAGE)["medqa"], 4, 0)
     out = tmp_path / "run.jsonl"
     first = run_eval(pipeline, items[:2], out, "adaptive", progress=False)
@@ -151,7 +169,7 @@ def test_timeouts_are_retried_on_resume_and_modes_share_questions(
     _script(llm_server, "D")
     llm = llm_server.llm_overrides("openai", timeout_s=0.3, max_retries=0)
     settings = make_settings(tmp_path, llm=llm, selfrag={"judge_batch": "separate"})
-    pipeline = build_pipeline(settings, retriever=_static([Passage("d", "nitrofurantoin in pregnancy")]))
+    pipeline = build_pipeline(settings, llm=make_llm(settings), retriever=_static([Passage("d", "nitrofurantoin in pregnancy")]))
     items = sample(load_benchmark(MIRAGE)["medqa"], 3, 0)
     out = tmp_path / "modes.jsonl"
     llm_server.fail_slow(1.0)  # the first request of the run (question 1, no-retrieval) times out
@@ -213,8 +231,7 @@ def test_cli_eval_mcq(llm_server: FakeLLMServer, tmp_path: Path, capsys: pytest.
     assert (result["dataset"], result["mode"], result["n"], result["unanswered"]) == ("med_qa", "no-retrieval", 3, 0)
     assert len(out.read_text().splitlines()) == 3
     plot = tmp_path / "cmp.png"
-    register_corpus("cli-corpus", lambda settings: StaticRetriever([Passage("p1", "a test passage")]))
-    args = _parser().parse_args(["--preset", "test", "--set", "selfrag.corpus=cli-corpus", *argv, *run[:4],
+    args = _parser().parse_args(["--preset", "test", "--set", f"selfrag.corpus={__name__}:cli_corpus", *argv, *run[:4],
                                  "--modes", "no-retrieval", "always", "--out", str(out), "--plot", str(plot)])  # fmt: skip
     assert args.func(args) == 0
     text = capsys.readouterr().out
@@ -234,7 +251,7 @@ def test_cli_refuses_when_switched_off(tmp_path: Path) -> None:
 def test_concurrent_questions_give_the_sequential_records(llm_server: FakeLLMServer, tmp_path: Path) -> None:
     _script(llm_server, "B")
     settings = make_settings(tmp_path, llm=llm_server.llm_overrides("openai"), selfrag={"concurrency": 2})
-    pipeline = build_pipeline(settings, retriever=_static([Passage("d", "a passage"), Passage("e", "b")]))
+    pipeline = build_pipeline(settings, llm=make_llm(settings), retriever=_static([Passage("d", "a passage"), Passage("e", "b")]))
     items = load_benchmark(SELFBIORAG)["med_qa"]
     one = run_eval(pipeline, items, tmp_path / "one.jsonl", ["no-retrieval", "adaptive"], progress=False)
     four = run_eval(pipeline, items, tmp_path / "four.jsonl", ["no-retrieval", "adaptive"], progress=False, workers=4)

@@ -104,7 +104,7 @@ def test_judge_pipeline_end_to_end_over_http(llm_server: FakeLLMServer, tmp_path
     llm_server.reply = "B"
     llm_server.token_probs = {"B": {"B": 0.5, "Yes": 0.2, "No": 0.05, "5": 0.2, "1": 0.05}}
     settings = _openai(llm_server, tmp_path, judge_batch="separate", retrieval_threshold=0.1)
-    pipeline = build_pipeline(settings, retriever=_static([DOC]))
+    pipeline = build_pipeline(settings, llm=make_llm(settings), retriever=_static([DOC]))
     trace = pipeline.run(QUESTION, OPTIONS)
     assert trace.decision is not None and trace.decision.retrieve
     assert trace.decision.p_retrieve == pytest.approx(0.2)  # P(No) / (P(Yes) + P(No)) = 0.05 / 0.25
@@ -157,16 +157,16 @@ def test_relevance_floor_keeps_off_topic_documents_from_the_generator(
     llm_server.token_probs = {"No": {"No": 0.7, "Yes": 0.3}, " 1": {" 1": 0.6, " 5": 0.4}}
     docs = [DOC, Passage("x", "Paris has the Eiffel Tower.", "Paris")]
     settings = _openai(llm_server, tmp_path, top_k=5, max_iterations=1)
-    trace = build_pipeline(settings, retriever=_static(docs)).run(QUESTION, OPTIONS, mode="always")
+    trace = build_pipeline(settings, llm=make_llm(settings), retriever=_static(docs)).run(QUESTION, OPTIONS, mode="always")
     assert len(trace.documents) == 2 and all(d.relevance == pytest.approx(0.3) for d in trace.documents)
     assert not any(d.kept for d in trace.documents)
     assert "none of 2 judged documents reached relevance 0.5" in trace.retrieval_note
     generation = next(r for r in llm_server.requests if r.body.get("max_tokens") == settings.selfrag.generation_max_tokens)
     assert "<paragraph>" not in generation.text()  # answered without evidence
     floor0 = _openai(llm_server, tmp_path, top_k=5, max_iterations=1, relevance_floor=0.0)
-    trace = build_pipeline(floor0, retriever=_static(docs)).run(QUESTION, OPTIONS, mode="always")
+    trace = build_pipeline(floor0, llm=make_llm(floor0), retriever=_static(docs)).run(QUESTION, OPTIONS, mode="always")
     assert all(d.kept for d in trace.documents) and "2 of 2 judged documents passed" in trace.retrieval_note
-    trace = build_pipeline(settings, retriever=_static(docs)).run(QUESTION, OPTIONS, mode="no-retrieval")
+    trace = build_pipeline(settings, llm=make_llm(settings), retriever=_static(docs)).run(QUESTION, OPTIONS, mode="no-retrieval")
     assert trace.retrieval_note == "not retrieved: mode no-retrieval"
 
 
@@ -176,7 +176,7 @@ def test_stage_budgets_end_reranking_and_regeneration_early(llm_server: FakeLLMS
     docs = [DOC, Passage("d2", "amoxicillin dose"), Passage("d3", "amoxicillin adults")]
     tiny = 1e-9  # spent as soon as the first group of documents or the first answer is done
     settings = _openai(llm_server, tmp_path, top_k=3, budget_rerank_s=tiny, budget_reflection_s=tiny)
-    trace = build_pipeline(settings, retriever=_static(docs)).run(QUESTION, OPTIONS, mode="always")
+    trace = build_pipeline(settings, llm=make_llm(settings), retriever=_static(docs)).run(QUESTION, OPTIONS, mode="always")
     assert len(trace.documents) == 1  # one document judged, two dropped unjudged
     assert len(trace.iterations) == 1  # utility 2 < 4 would regenerate, but the budget is spent
     assert any("rerank budget" in n and "2 dropped unjudged" in n for n in trace.budget_notes)
@@ -189,7 +189,7 @@ def test_timeout_is_its_own_abstention(llm_server: FakeLLMServer, tmp_path: Path
         tmp_path, llm=llm_server.llm_overrides("openai", timeout_s=0.3, max_retries=0), selfrag={"mode": "no-retrieval"}
     )
     llm_server.fail_slow(1.0)
-    trace = build_pipeline(settings, retriever=_static([DOC])).run(QUESTION, OPTIONS)
+    trace = build_pipeline(settings, llm=make_llm(settings), retriever=_static([DOC])).run(QUESTION, OPTIONS)
     assert trace.abstention is not None and trace.abstention.reason == "timeout" and trace.letter is None
 
 
@@ -197,7 +197,7 @@ def test_low_utility_regenerates_and_keeps_the_best(llm_server: FakeLLMServer, t
     llm_server.reply = "C"
     llm_server.token_probs = {"C": {"C": 0.6, "Yes": 0.3, "2": 0.1}}
     settings = _openai(llm_server, tmp_path, max_iterations=3)
-    trace = build_pipeline(settings, retriever=_static([DOC])).run(QUESTION, OPTIONS)
+    trace = build_pipeline(settings, llm=make_llm(settings), retriever=_static([DOC])).run(QUESTION, OPTIONS)
     assert trace.decision is not None and not trace.decision.retrieve  # P(retrieve) = 0 < 0.3
     assert [it.expected_utility for it in trace.iterations] == [2.0, 2.0, 2.0]
     assert [it.temperature for it in trace.iterations] == [0.0, 0.7, 0.7]
@@ -209,7 +209,7 @@ def test_low_utility_regenerates_and_keeps_the_best(llm_server: FakeLLMServer, t
 def test_backend_error_is_an_abstention(llm_server: FakeLLMServer, tmp_path: Path) -> None:
     llm_server.reply = "A"
     settings = _openai(llm_server, tmp_path, mode="no-retrieval")
-    pipeline = build_pipeline(settings, retriever=_static([DOC]))
+    pipeline = build_pipeline(settings, llm=make_llm(settings), retriever=_static([DOC]))
     llm_server.fail_status(503, times=3)
     trace = pipeline.run(QUESTION, OPTIONS)
     assert trace.letter is None and trace.abstention is not None and trace.abstention.reason == "backend-error"
@@ -222,7 +222,7 @@ def test_extractive_backend_is_a_clear_config_error(tmp_path: Path) -> None:
     from core.errors import ConfigError
 
     with pytest.raises(ConfigError, match="needs a language model"):
-        build_pipeline(make_settings(tmp_path), retriever=_static([DOC]))
+        build_pipeline(make_settings(tmp_path), llm=None, retriever=_static([DOC]))
 
 
 @pytest.mark.slow

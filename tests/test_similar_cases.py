@@ -116,48 +116,48 @@ def test_import_changes_index_version_and_invalidates_cache(fresh: Runtime, tmp_
     path = tmp_path / "one.jsonl"
     path.write_text(json.dumps(_case_row("NEW-1", emb)) + "\n")
     import_cases(fresh.db, path, max_mb=10)
-    fresh.search.refresh()
+    fresh.case_search.refresh()
     after = get_similar_cases(fresh, sid)
     assert after.index_version != before.index_version
     assert after.cases[0].caseId == "NEW-1" and after.cases[0].similarity == pytest.approx(1.0, abs=1e-4)
 
 
 def test_stale_index_is_detected_and_rebuilt_on_open(fresh: Runtime, tmp_path: Path) -> None:
-    old = fresh.search.index.version
+    old = fresh.case_search.index.version
     path = tmp_path / "one.jsonl"
     path.write_text(json.dumps(_case_row("NEW-2", np.ones(512))) + "\n")
     import_cases(fresh.db, path, max_mb=10)
     reopened = open_runtime(fresh.settings)
-    assert reopened.search.index.version != old
-    assert reopened.search.index.manifest["count"] == fresh.search.index.manifest["count"] + 1
+    assert reopened.case_search.index.version != old
+    assert reopened.case_search.index.manifest["count"] == fresh.case_search.index.manifest["count"] + 1
 
 
 def test_corrupt_index_is_detected_and_rebuilt(fresh: Runtime) -> None:
-    current = (fresh.search.root / "current").resolve()
+    current = (fresh.case_search.root / "current").resolve()
     vectors = current / "vectors.npy"
     data = bytearray(vectors.read_bytes())
     data[-100:] = b"\x00" * 100
     vectors.write_bytes(bytes(data))
     rt = open_runtime(fresh.settings)
-    index = rt.search.index
-    assert index.version == fresh.search.index.version  # same table, same build, fresh files
+    index = rt.case_search.index
+    assert index.version == fresh.case_search.index.version  # same table, same build, fresh files
     assert (index.path / "vectors.npy").read_bytes() != bytes(data)
 
 
 def test_index_from_another_encoder_is_never_reused(fresh: Runtime) -> None:
     settings = make_settings(fresh.settings.paths.data_dir.parent, search={"encoder_id": "other-encoder-v2"})
     rt = open_runtime(settings)
-    assert rt.search.index.manifest["encoder_id"] == "other-encoder-v2"
+    assert rt.case_search.index.manifest["encoder_id"] == "other-encoder-v2"
 
 
 def test_index_built_with_other_hnsw_parameters_is_rebuilt(fresh: Runtime) -> None:
-    old = fresh.search.index
+    old = fresh.case_search.index
     assert old.manifest["params"]["hnsw_m"] == fresh.settings.search.hnsw_m
     settings = make_settings(fresh.settings.paths.data_dir.parent, search={"hnsw_m": 16, "hnsw_min_cases": 1000})
-    index = open_runtime(settings).search.index
+    index = open_runtime(settings).case_search.index
     assert index.manifest["params"] == {"hnsw_min_cases": 1000, "hnsw_m": 16, "hnsw_ef_construction": 80}
     assert index.version != old.version and any(g.get("hnsw") for g in index.groups.values())
     # query-time settings never rebuild
     same = open_runtime(make_settings(fresh.settings.paths.data_dir.parent, search={
         "hnsw_m": 16, "hnsw_min_cases": 1000, "hnsw_ef_search": 64}))  # fmt: skip
-    assert same.search.index.version == index.version
+    assert same.case_search.index.version == index.version

@@ -23,9 +23,7 @@ def _doctor_id(rt, username: str) -> int:  # type: ignore[no-untyped-def]
 
 
 def _llm(rt, args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    from core.llm.factory import make_llm
-
-    return None if args.extractive else make_llm(rt.settings)
+    return None if args.extractive else rt.llm
 
 
 def _ask(args: argparse.Namespace) -> int:

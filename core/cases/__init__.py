@@ -20,9 +20,9 @@ __all__ = ["build_context_bundle", "get_similar_cases"]
 
 def get_similar_cases(runtime: Runtime, scan_id: str, top_k: int | None = None) -> SimilarCasesResult:
     """Neighbours of a scan filtered by anatomy and region (``settings.search.top_k`` by default)."""
-    return runtime.search.similar_cases(scan_id, top_k)
+    return runtime.case_search.similar_cases(scan_id, top_k)
 
 
 def build_context_bundle(runtime: Runtime, scan_id: str) -> BundleResult:
     """The strict context bundle for a scan, with its case ids kept beside it."""
-    return _bundle(runtime.search, scan_id)
+    return _bundle(runtime.case_search, scan_id)

@@ -25,7 +25,7 @@ def _seed(args: argparse.Namespace) -> int:
     rt = _runtime(args)
     summary = seed_demo(rt.settings, rt.db, progress=lambda m: print(m, file=sys.stderr))
     if summary.seeded:
-        rt.search.refresh()
+        rt.case_search.refresh()
     emit(summary.__dict__, args.json)
     return 0
 
@@ -70,7 +70,7 @@ def _scans(args: argparse.Namespace) -> int:
 
 def _similar(args: argparse.Namespace) -> int:
     rt = _runtime(args)
-    result = rt.search.similar_cases(args.scan_id, args.top_k)
+    result = rt.case_search.similar_cases(args.scan_id, args.top_k)
     if args.json:
         emit(result.model_dump(mode="json"), True)
     else:
@@ -94,14 +94,14 @@ def _import(args: argparse.Namespace) -> int:
 
     rt = _runtime(args)
     summaries = [import_cases(rt.db, Path(p), max_mb=rt.settings.store.import_max_mb) for p in args.paths]
-    rt.search.refresh()
+    rt.case_search.refresh()
     emit([s.__dict__ for s in summaries], args.json)
     return 0
 
 
 def _index(args: argparse.Namespace) -> int:
     rt = _runtime(args)
-    index = rt.search.rebuild() if args.action == "rebuild" else rt.search.index
+    index = rt.case_search.rebuild() if args.action == "rebuild" else rt.case_search.index
     m = index.manifest
     emit(
         {k: m[k] for k in ("version", "count", "dim", "encoder_id", "table_checksum", "built_at", "faiss_version")}

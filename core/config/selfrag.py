@@ -123,8 +123,8 @@ class SelfRagSettings(Group):
         "auto",
         description="What Self-RAG retrieves from. `auto`: every corpus ingested with `kb ingest-corpus` (fused by "
         "RRF) when there is one, else the knowledge bases in `kbs` (the demo KBs are off-topic for benchmark "
-        "questions). A name: a retriever registered by name (`register_corpus`) or ingested corpora, several "
-        "joined by `+` (`pubmed+textbooks`; see docs/LARGE_CORPORA.md). Empty: always the knowledge bases.",
+        "questions). Ingested corpora by name, several joined by `+` (`pubmed+textbooks`; see docs/LARGE_CORPORA.md), "
+        "or a retriever's import path `module:function` (called with the settings). Empty: always the knowledge bases.",
     )
     search_mode: Literal["hybrid", "dense", "bm25"] = Field("hybrid", description="Knowledge-base search mode.")
 

@@ -20,12 +20,14 @@ __all__ = ["register"]
 
 
 def _qa_engine(args: argparse.Namespace) -> Any:
-    from core.guideline.pipeline import FROM_SETTINGS, GuidelineQA
+    from core.runtime import Runtime
 
     settings = settings_from_args(args)
     if not settings.guideline.enabled:
         raise ConfigError("Guideline QA is switched off (guideline.enabled = false)")
-    return GuidelineQA(settings, llm=None if args.extractive else FROM_SETTINGS)
+    if args.extractive:  # the writer setting is the only place the model enters Guideline QA
+        settings = settings.model_copy(update={"guideline": settings.guideline.model_copy(update={"writer": "extractive"})})
+    return Runtime(settings).guideline_qa
 
 
 def _render(result: Any) -> str:

@@ -1,6 +1,6 @@
 """Guideline QA end to end: route, constrained retrieval, generation, gates, alignment, patient summary.
 
-    >>> qa = GuidelineQA(load_settings())
+    >>> qa = Runtime(load_settings()).guideline_qa   # core.runtime passes the shared parts
     >>> result = qa.answer("What is the adult dose of isoniazid?")
     >>> result.kind, result.route
     ('answer', 'drug')
@@ -12,7 +12,7 @@ nothing here raises for a question it cannot support.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from core.errors import BackendError, IndexStateError, InvalidInputError
 from core.guideline.catalog import Catalog, build_catalog
@@ -43,58 +43,42 @@ from core.guideline.types import (
     Trace,
 )
 from core.kb.lexicon import DrugLexicon
-from core.kb.protocols import LexiconRetriever, Retriever
+from core.kb.protocols import Retriever
 from core.llm.base import LLM
 from core.llm.budget import CancelToken, feature_budget
 
 if TYPE_CHECKING:
     from core.settings import Settings
 
-__all__ = ["FROM_SETTINGS", "GuidelineQA"]
+__all__ = ["GuidelineQA"]
 
 log = logging.getLogger(__name__)
-FROM_SETTINGS: Literal["settings"] = "settings"
 
 
 class GuidelineQA:
     """Answers TB/CAP questions from the guideline and drug-label KBs, or abstains.
 
-    ``retriever`` and ``lexicon`` default to the KnowledgeBase of ``settings``;
-    ``llm`` defaults to ``make_llm(settings)`` (``None``: the extractive composer);
-    ``catalog`` (label sections, demo documents) defaults to one read from the
-    retriever's document stores when it has them.
+    Every part is passed in (``Runtime.guideline_qa`` passes the shared ones):
+    ``retriever`` searches the knowledge bases (with corpora attached for the
+    mixed route when ``guideline.mixed_corpora`` names any), ``lexicon`` holds
+    the drug-label names, ``llm`` writes the bullets (``None``: the extractive
+    composer). ``catalog`` (label sections, demo documents) defaults to one read
+    from the retriever's document stores when it has them.
     """
 
     def __init__(
         self,
         settings: Settings,
-        retriever: Retriever | None = None,
-        lexicon: DrugLexicon | None = None,
-        llm: LLM | Literal["settings"] | None = FROM_SETTINGS,
+        retriever: Retriever,
+        lexicon: DrugLexicon,
+        llm: LLM | None = None,
         catalog: Catalog | None = None,
     ) -> None:
         self.settings = settings
         self.cfg = settings.guideline
-        if retriever is None:
-            from core.kb.base import KnowledgeBase
-
-            retriever = KnowledgeBase(settings)
         self.retriever = retriever
-        if lexicon is None:
-            if not isinstance(retriever, LexiconRetriever):
-                raise TypeError("pass a DrugLexicon when the retriever is not a LexiconRetriever (a KnowledgeBase)")
-            lexicon = retriever.drug_lexicon()
         self.lexicon = lexicon
-        if self.cfg.mixed_corpora:  # the mixed route also searches these corpora
-            from core.kb.corpus.serve import CorpusSearch, WithCorpora
-
-            if not isinstance(retriever, WithCorpora):
-                self.retriever = WithCorpora(retriever, CorpusSearch(settings))
-        if llm == FROM_SETTINGS:
-            from core.llm.factory import make_llm
-
-            llm = make_llm(settings) if self.cfg.writer == "llm" else None
-        self.llm: LLM | None = llm if not isinstance(llm, str) else None
+        self.llm = llm
         self._catalog = catalog
         self._catalog_key: tuple[int, ...] = ()
         self._space_catalogs: dict[tuple[object, ...], Catalog] = {}

@@ -12,9 +12,9 @@ __all__ = ["register"]
 
 def _kb(args: argparse.Namespace) -> Any:
     from core.cli import settings_from_args
-    from core.kb.base import KnowledgeBase
+    from core.runtime import Runtime
 
-    return KnowledgeBase(settings_from_args(args))
+    return Runtime(settings_from_args(args)).kb
 
 
 def _ingest(kind: str, default_kb: str) -> Any:
@@ -29,10 +29,11 @@ def _ingest(kind: str, default_kb: str) -> Any:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from core.cli import emit, settings_from_args
+    from core.cli import emit
     from core.kb.demo.build import build_demo_kb
 
-    reports = build_demo_kb(settings_from_args(args), force=args.force)
+    kb = _kb(args)
+    reports = build_demo_kb(kb.settings, force=args.force, base=kb)
     emit({"rebuilt": [r.to_json() for r in reports]}, args.json)
     return 0
 
@@ -132,10 +133,10 @@ def _ingest_corpus(args: argparse.Namespace) -> int:
 
 def _search_corpus(args: argparse.Namespace) -> int:
     from core.cli import emit, settings_from_args
-    from core.kb.corpus.serve import CorpusSearch
+    from core.runtime import Runtime
 
     settings = settings_from_args(args)
-    hits = CorpusSearch(settings).search(args.query, f"corpus:{args.name}", args.top_k or settings.kb.top_k, args.mode)
+    hits = Runtime(settings).corpora.search(args.query, f"corpus:{args.name}", args.top_k or settings.kb.top_k, args.mode)
     rows: list[dict[str, Any]] = [
         {"rank": i, "chunk_id": h.chunk_id, "corpus": h.kb.removeprefix("corpus:"), "score": round(h.score, 6),
          "dense_score": None if h.dense_score is None else round(h.dense_score, 4), "title": h.title, "text": h.text}
@@ -153,9 +154,9 @@ def _search_corpus(args: argparse.Namespace) -> int:
 def _corpora(args: argparse.Namespace) -> int:
     from core.cli import emit, settings_from_args
     from core.kb.corpus.layout import corpus_names
-    from core.kb.corpus.serve import CorpusSearch
+    from core.runtime import Runtime
 
-    search = CorpusSearch(settings_from_args(args))
+    search = Runtime(settings_from_args(args)).corpora
     keys = ("encoder_id", "dim", "metric", "index_type", "n_chunks", "vector_dtype", "built_at")
     out = {}
     for name in corpus_names(search.root):

@@ -62,12 +62,12 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _chat(args: argparse.Namespace) -> int:
-    from core.llm.factory import make_llm
+    from core.runtime import Runtime
 
     settings = settings_from_args(args)
     backend = args.backend or (settings.llm.backend if settings.llm.backend != "extractive" else "llamacpp")
     settings = settings.model_copy(update={"llm": settings.llm.model_copy(update={"backend": backend})})
-    llm = make_llm(settings)
+    llm = Runtime(settings).llm
     assert llm is not None  # backend is never "extractive" here
     started = time.perf_counter()
     out = llm.chat([{"role": "user", "content": args.prompt}], max_tokens=args.max_tokens, logprobs=args.logprobs)

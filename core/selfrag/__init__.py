@@ -1,7 +1,7 @@
 """Self-reflective biomedical RAG: reflection tokens, adaptive retrieval, critic reranking, regeneration.
 
-    >>> from core.selfrag import build_pipeline
-    >>> trace = build_pipeline(load_settings()).run("Which drug ...?", {"A": "...", "B": "..."})
+    >>> from core.runtime import Runtime
+    >>> trace = Runtime(load_settings()).selfrag.run("Which drug ...?", {"A": "...", "B": "..."})
     >>> trace.letter, trace.decision.p_retrieve, [d.score for d in trace.documents]
 
 See docs/SELFRAG.md for the stages, the critic positions and the benchmark.
@@ -10,7 +10,7 @@ See docs/SELFRAG.md for the stages, the critic positions and the benchmark.
 from core.config.selfrag import SelfRagSettings
 from core.selfrag.critic import Critic, JudgeCritic, LLMReflectionCritic
 from core.selfrag.extract import extract_letter
-from core.selfrag.factory import build_pipeline, make_retriever, register_corpus
+from core.selfrag.factory import build_pipeline, make_retriever, needs_llm
 from core.selfrag.generate import Generator, LLMGenerator
 from core.selfrag.pipeline import SelfRagPipeline
 from core.selfrag.retrieval import KBRetriever, QueryProcessor, StaticRetriever
@@ -35,5 +35,5 @@ __all__ = [
     "clean_answer",
     "extract_letter",
     "make_retriever",
-    "register_corpus",
+    "needs_llm",
 ]

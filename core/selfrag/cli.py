@@ -40,10 +40,10 @@ def _options(raw: str | None) -> dict[str, str]:
 
 def run_selfrag(args: argparse.Namespace) -> int:
     """One question through the pipeline; prints the trace."""
-    from core.selfrag.factory import build_pipeline
+    from core.runtime import Runtime
 
     settings = _settings(args)
-    trace = build_pipeline(settings).run(args.question, _options(args.options_json), mode=args.mode)
+    trace = Runtime(settings).selfrag.run(args.question, _options(args.options_json), mode=args.mode)
     if args.json:
         emit(trace.to_json(), True)
     else:
@@ -66,8 +66,8 @@ def _pct(x: float | None) -> str:
 
 def run_eval_mcq(args: argparse.Namespace) -> int:
     """Run a benchmark in one or more modes on the same questions; prints outcomes and accuracies per dataset."""
+    from core.runtime import Runtime
     from core.selfrag.evaluate import run_eval
-    from core.selfrag.factory import build_pipeline
     from core.selfrag.mcq import load_benchmark, sample
 
     settings = _settings(args)
@@ -85,7 +85,7 @@ def run_eval_mcq(args: argparse.Namespace) -> int:
     modes = args.modes or [args.mode or s.mode]
     out = Path(args.out) if args.out else Path(f"selfrag_{Path(args.benchmark).stem}_{'_'.join(modes)}.jsonl")
     summaries = run_eval(
-        build_pipeline(settings), items, out, modes, progress=s.progress and not args.no_progress,
+        Runtime(settings).selfrag, items, out, modes, progress=s.progress and not args.no_progress,
         workers=s.eval_workers,
     )  # fmt: skip
     payload: dict[str, Any] = {"out": str(out), "results": [x.to_json() for x in summaries]}

@@ -1,12 +1,15 @@
-"""Build the pipeline's parts from settings; anything passed in is used as is (tests pass small real ones).
+"""Compose the pipeline from parts passed in; :mod:`core.runtime` builds the shared ones (model, indexes).
 
-Corpus retrievers register here by name (:func:`register_corpus`), so a
+``selfrag.corpus`` picks the retriever (:func:`make_retriever`): the knowledge
+bases, ingested corpora by name, or a ``module:function`` import path, so a
 PubMed-style corpus attached later plugs in through the same
-:class:`~core.kb.protocols.Retriever` protocol as the knowledge bases.
+:class:`~core.kb.protocols.Retriever` protocol as the knowledge bases, without
+a process-wide registry.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -18,49 +21,58 @@ from core.selfrag.pipeline import SelfRagPipeline
 from core.selfrag.retrieval import KBRetriever
 
 if TYPE_CHECKING:
+    from core.config.selfrag import SelfRagSettings
     from core.kb.protocols import Retriever
     from core.llm.base import LLM
     from core.selfrag.native import ReflectionModel
     from core.settings import Settings
 
-__all__ = ["build_pipeline", "load_reflection_model", "make_retriever", "register_corpus"]
+__all__ = ["build_pipeline", "load_reflection_model", "make_retriever", "needs_llm"]
 
 CorpusFactory = Callable[["Settings"], "Retriever"]
-_CORPORA: dict[str, CorpusFactory] = {}
 
 
-def register_corpus(name: str, factory: CorpusFactory) -> None:
-    """Make ``selfrag.corpus = name`` search ``factory(settings)`` (its knowledge base ``name``, in ``selfrag.search_mode``)."""
-    _CORPORA[name] = factory
+def _import_factory(path: str) -> CorpusFactory:
+    """The function ``module:function`` names (it takes the settings and returns a retriever)."""
+    module, _, attr = path.partition(":")
+    try:
+        factory = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(
+            f"selfrag.corpus {path!r} names no importable function ({exc})",
+            hint="Write module:function, the function taking the settings and returning a retriever.",
+        ) from exc
+    if not callable(factory):
+        raise ConfigError(f"selfrag.corpus {path!r} is not a function")
+    return factory
 
 
-def make_retriever(settings: Settings) -> KBRetriever:
-    """The retriever ``selfrag.corpus`` names (see its description); the knowledge bases otherwise.
+def make_retriever(settings: Settings, kb: Retriever, corpora: Retriever) -> KBRetriever:
+    """The retriever ``selfrag.corpus`` names (see its description) over the runtime's ``kb`` or ``corpora``.
 
-    ``auto`` picks every ingested corpus when there is one; a name registered
-    with :func:`register_corpus` wins over ingested ones; ``A+B`` is fused by RRF.
+    ``auto`` picks every ingested corpus when there is one; ``module:function``
+    searches the retriever that function returns for the settings (its
+    knowledge base ``module:function``, in ``selfrag.search_mode``); ``A+B``
+    fuses ingested corpora by RRF.
     """
     s = settings.selfrag
     if s.corpus:
+        if ":" in s.corpus:
+            return KBRetriever(_import_factory(s.corpus)(settings), [s.corpus], s.search_mode)
         from core.kb.corpus.layout import corpus_names
-        from core.kb.corpus.serve import CorpusSearch
 
         ingested = corpus_names(settings.paths.resolve(settings.paths.index_dir))
         if s.corpus == "auto":
             if ingested:
-                return KBRetriever(CorpusSearch(settings), [f"corpus:{'+'.join(ingested)}"], "dense")
-        elif s.corpus in _CORPORA:
-            return KBRetriever(_CORPORA[s.corpus](settings), [s.corpus], s.search_mode)
+                return KBRetriever(corpora, [f"corpus:{'+'.join(ingested)}"], "dense")
         elif set(s.corpus.split("+")) <= set(ingested):
-            return KBRetriever(CorpusSearch(settings), [f"corpus:{s.corpus}"], "dense")
+            return KBRetriever(corpora, [f"corpus:{s.corpus}"], "dense")
         else:
-            known = ", ".join(sorted(_CORPORA)) or "none registered"
             raise ConfigError(
-                f"Unknown selfrag.corpus {s.corpus!r} (known: {known}; ingested: {', '.join(ingested) or 'none'})"
+                f"Unknown selfrag.corpus {s.corpus!r} (ingested: {', '.join(ingested) or 'none'})",
+                hint="Name ingested corpora (A+B), `auto`, or a retriever's import path (module:function).",
             )
-    from core.kb import HybridRetriever
-
-    return KBRetriever(HybridRetriever(settings), s.kbs, s.search_mode)
+    return KBRetriever(kb, s.kbs, s.search_mode)
 
 
 def load_reflection_model(settings: Settings) -> ReflectionModel:
@@ -73,33 +85,35 @@ def load_reflection_model(settings: Settings) -> ReflectionModel:
     return ReflectionModel(settings.paths.resolve(path), settings.selfrag, settings.llm.seed)
 
 
-def _llm(settings: Settings, llm: LLM | None) -> LLM:
-    if llm is not None:
-        return llm
-    from core.llm.factory import make_llm
+def needs_llm(cfg: SelfRagSettings) -> bool:
+    """Whether the configured critic or generator reads a language model (the native ones do not)."""
+    return cfg.critic != "native" or cfg.generator == "llm"
 
-    made = make_llm(settings)
-    if made is None:
+
+def _llm(llm: LLM | None) -> LLM:
+    if llm is None:
         raise ConfigError(
             "Self-reflective RAG needs a language model; llm.backend is 'extractive'",
             hint="Set llm.backend (llamacpp is the local default) or selfrag.critic/generator to native.",
         )
-    return made
+    return llm
 
 
 def build_pipeline(
     settings: Settings,
     *,
-    llm: LLM | None = None,
-    retriever: KBRetriever | None = None,
+    llm: LLM | None,
+    retriever: KBRetriever,
     critic: Critic | None = None,
     generator: Generator | None = None,
 ) -> SelfRagPipeline:
-    """A pipeline with every part not passed in built from ``settings``."""
+    """A pipeline over ``retriever`` whose critic and generator (unless passed in) ``selfrag`` picks.
+
+    ``llm`` is the one model the LLM critic and generator share (the runtime's);
+    the native reflection-token model is read from ``selfrag.native_model_path``.
+    """
     s = settings.selfrag
     native: ReflectionModel | None = None
-    if (critic is None and s.critic != "native") or (generator is None and s.generator == "llm"):
-        llm = _llm(settings, llm)  # one model for critic and generator
     if critic is None:
         if s.critic == "native":
             from core.selfrag.native import NativeCritic
@@ -107,14 +121,12 @@ def build_pipeline(
             native = load_reflection_model(settings)
             critic = NativeCritic(native)
         elif s.critic == "native-llm":
-            critic = LLMReflectionCritic(_llm(settings, llm), s)
+            critic = LLMReflectionCritic(_llm(llm), s)
         else:
-            critic = JudgeCritic(_llm(settings, llm), s)
+            critic = JudgeCritic(_llm(llm), s)
     if generator is None:
         if s.generator == "native":
             generator = native or load_reflection_model(settings)
         else:
-            generator = LLMGenerator(
-                _llm(settings, llm), chat=s.generator_chat, budget_s=feature_budget(settings, "selfrag")
-            )
-    return SelfRagPipeline(s, critic, generator, retriever if retriever is not None else make_retriever(settings))
+            generator = LLMGenerator(_llm(llm), chat=s.generator_chat, budget_s=feature_budget(settings, "selfrag"))
+    return SelfRagPipeline(s, critic, generator, retriever)
