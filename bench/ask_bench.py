@@ -69,21 +69,24 @@ def main() -> None:
         ask_question(rt, sid, q, doctor)
         rows["extractive_total"].append(time.perf_counter() - t0)
         t0 = time.perf_counter()
-        first = None
+        first, path = None, "none"
         for ev in stream_answer(rt, sid, q, doctor, llm):
             if ev.kind == "delta" and first is None:
                 first = time.perf_counter() - t0
+            if ev.kind == "final" and ev.result is not None:
+                path = f"{ev.result.path}" + ("" if ev.result.model_used else " (model not used)")
         rows["llm_total"].append(time.perf_counter() - t0)
+        print(f"{q!r}: model answer {rows['llm_total'][-1]:.1f} s, path {path}", file=sys.stderr)
         rows["llm_first_token"].append(first if first is not None else float("nan"))
         completion = llm.chat(ask_messages(build_context_bundle(rt, sid), q))
         tokens.append((completion.prompt_tokens, completion.completion_tokens))
-        print(f"{q!r}: done", file=sys.stderr)
     print(f"| path | median seconds (n={len(rows['llm_total'])}) |\n|---|---:|")
     print(
         f"| extractive, full answer (first token = full answer) | {statistics.median(rows['extractive_total']):.3f} |"
     )
     print(f"| local LLM ({args.threads} thread), first token | {statistics.median(rows['llm_first_token']):.1f} |")
     print(f"| local LLM ({args.threads} thread), full guarded answer | {statistics.median(rows['llm_total']):.1f} |")
+    print(f"\nlongest full guarded answer: {max(rows['llm_total']):.1f} s")
     print("\nprompt / generated tokens per question: " + ", ".join(f"{p}/{c}" for p, c in tokens))
 
 

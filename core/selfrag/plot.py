@@ -36,6 +36,10 @@ def plot_modes(summaries: Sequence[EvalSummary], path: Path, title: str = "") ->
     acc.legend(fontsize=8)
     sec.bar(x, [s.median_seconds for s in summaries], 0.6, color="tab:orange")
     sec.set(xticks=x, xticklabels=labels, ylabel="seconds", title="Median seconds per question")
+    for ax in (acc, sec):  # "dataset / mode" labels of neighbouring bars overlap when set flat
+        ax.tick_params(axis="x", labelrotation=35, labelsize=8)
+        for tick in ax.get_xticklabels():
+            tick.set_horizontalalignment("right")
     adaptive = [s for s in summaries if s.mode == "adaptive" and any(c > 0 for c in s.p_retrieve_hist)]
     for s in adaptive:
         dist.bar([i / 10 + 0.05 for i in range(10)], s.p_retrieve_hist, 0.09, alpha=0.6, label=s.dataset)
