@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -264,3 +266,11 @@ def test_concurrent_questions_give_the_sequential_records(llm_server: FakeLLMSer
         return {(r["qid"], r["mode"]): (r["letter"], r["outcome"], r["retrieval_note"]) for r in rows}
 
     assert letters("one.jsonl") == letters("four.jsonl") and len(letters("four.jsonl")) == 20
+
+
+def test_importing_selfrag_loads_no_knowledge_base_code() -> None:
+    # The retrieval seam is core.kb's protocol, but only a search touches core.kb (the KBs, FAISS, bm25s).
+    code = "import json, sys, core.selfrag; print(json.dumps(sorted(m for m in sys.modules if m.startswith('core.kb'))))"
+    out = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1], capture_output=True,
+                         text=True, check=True, timeout=120)  # fmt: skip
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []

@@ -25,12 +25,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.errors import ConfigError, InvalidInputError
-from core.kb.types import Hit
 from core.selfrag.types import Passage, QueryProcessing
 
 if TYPE_CHECKING:
     from core.kb.protocols import Retriever
-    from core.kb.types import SearchMode
+    from core.kb.types import Hit, SearchMode
 
 __all__ = ["KBRetriever", "QueryProcessor", "StaticRetriever", "retrieve_all"]
 
@@ -73,6 +72,8 @@ class StaticRetriever:
 
     def search(self, query: str, kb: str, top_k: int, mode: SearchMode = "hybrid") -> list[Hit]:
         """The ``top_k`` passages sharing the most words with ``query``, as hits of ``kb``."""
+        from core.kb.types import Hit  # here: importing core.selfrag loads no core.kb module
+
         if top_k < 1:
             raise InvalidInputError(f"top_k must be at least 1, not {top_k}")
         if not query.strip():
