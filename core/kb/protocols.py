@@ -10,8 +10,9 @@ Self-RAG and the retrieval evaluation depend on this protocol only;
 ``tests/contracts/retriever.py`` is the behaviour every implementation shares.
 
 :class:`LexiconRetriever` is a retriever that also knows the drug names in its
-labels (the knowledge base, and corpora attached to one): Guideline QA's router
-reads them instead of probing the retriever for a ``drug_lexicon`` method.
+labels (the knowledge base, and corpora attached to one). Guideline QA is given
+its :class:`~core.kb.lexicon.DrugLexicon` (``Runtime.lexicon``); nothing probes a
+retriever for a ``drug_lexicon`` method.
 """
 
 from __future__ import annotations
