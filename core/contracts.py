@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 __all__ = [
     "INSUFFICIENT_DATA",
     "NO_COMPARABLE_CASES",
+    "Abstention",
     "AskAnswer",
     "BundleResult",
     "ContextBundle",
@@ -141,6 +142,26 @@ class AskAnswer(Strict):
     answer: str
     citedCaseIds: list[str]
     confidence: Literal["high", "medium", "low"]
+
+
+class Abstention(Strict):
+    """No answer, and why: the one shape Ask AI, Guideline QA and Self-RAG abstain with.
+
+    ``reason`` is what the user is shown (as each feature always showed it);
+    ``stage`` is where the pipeline stopped; ``detail`` says more for the trace
+    and the logs. Guideline QA's result adds the question, route and trace
+    (``core.guideline.types.QAAbstention``).
+
+    | feature | stages |
+    |---|---|
+    | Ask AI | ``router`` (out of scope), ``retrieval`` (no comparable case), ``evidence`` (not in the evidence) |
+    | Guideline QA | ``policy``, ``router``, ``retrieval``, ``confidence``, ``generation``, ``verification`` |
+    | Self-RAG | ``backend`` (timeout, backend error), ``generation`` (no text), ``extraction`` (no letter) |
+    """
+
+    reason: str
+    stage: str = Field(description="Where it stopped (see the table above).")
+    detail: str = ""
 
 
 def no_comparable_answer() -> AskAnswer:

@@ -120,7 +120,7 @@ def _ask(rt: Runtime, user: CurrentUser, scan_id: str, question: str, key: str) 
         return
     a = result.answer
     with box.container():
-        _assistant(a.answer, list(a.citedCaseIds), a.confidence, key, result.reason if result.path == "fixed" else None)
+        _assistant(a.answer, list(a.citedCaseIds), a.confidence, key, result.abstention.reason if result.abstention else None)
         _status_line(result)
         if result.guideline_question:
             _guideline_link(result.guideline_question, key)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from core.guideline.pipeline import GuidelineQA
-from core.guideline.types import Abstention, QAAnswer
+from core.guideline.types import QAAbstention, QAAnswer
 from core.kb.types import Hit
 from core.llm.factory import make_llm
 from core.settings import Settings
@@ -78,14 +78,14 @@ def test_drug_answer_keeps_only_the_target_label_and_traces_every_step(settings:
 def test_out_of_domain_abstains_before_any_search(settings: Settings) -> None:
     qa = qa_with(settings, llm=None)
     result = qa.answer("Management of type 2 diabetes")
-    assert isinstance(result, Abstention) and result.answer == "ABSTAIN" and result.stage == "router"
+    assert isinstance(result, QAAbstention) and result.answer == "ABSTAIN" and result.stage == "router"
     assert "out of domain" in result.reason and qa.retriever.calls == []  # type: ignore[attr-defined]
 
 
 def test_low_retrieval_confidence_abstains_with_the_threshold_in_the_reason(settings: Settings) -> None:
     weak = [hit("g#weak", "Treat TB for six months with four drugs.", dense_score=0.84)]
     result = qa_with(settings, {"guidelines": weak}, llm=None).answer("Which regimen treats TB?")
-    assert isinstance(result, Abstention) and result.stage == "confidence"
+    assert isinstance(result, QAAbstention) and result.stage == "confidence"
     assert f"below threshold {settings.guideline.threshold('guidelines'):.2f}" in result.reason
     step = result.trace.step("confidence")
     assert step is not None and step.after == [] and step.detail["passed"] is False
@@ -95,7 +95,7 @@ def test_diagnosis_gate_feeds_only_diagnostic_evidence_and_abstains_without_it(s
     result = qa_with(settings, llm=None).answer("How is pulmonary TB diagnosed?")
     assert isinstance(result, QAAnswer) and [e.chunk_id for e in result.evidence] == ["g#dx"]
     none = qa_with(settings, {"guidelines": [GUIDES[1]]}, llm=None).answer("How is pulmonary TB diagnosed?")
-    assert isinstance(none, Abstention) and none.stage == "retrieval" and "diagnostic evidence" in none.reason
+    assert isinstance(none, QAAbstention) and none.stage == "retrieval" and "diagnostic evidence" in none.reason
 
 
 def _llm_settings(tmp_path: Path, server: FakeLLMServer) -> Settings:
@@ -127,7 +127,7 @@ def test_llm_bullets_pass_the_gates_and_a_hallucinated_one_is_removed(
 def test_llm_answer_with_only_unsupported_bullets_abstains(tmp_path: Path, llm_server: FakeLLMServer) -> None:
     llm_server.reply = "- Start meropenem and vancomycin for every patient [1].\n- Surgery cures it [5]."
     result = qa_with(_llm_settings(tmp_path, llm_server)).answer("What is the dose of bedaquiline?")
-    assert isinstance(result, Abstention) and result.stage == "verification"
+    assert isinstance(result, QAAbstention) and result.stage == "verification"
     generate = result.trace.step("generate")
     assert generate is not None and generate.detail["unresolved_citations"] == [5]
 
@@ -154,4 +154,4 @@ def test_an_empty_llm_draft_falls_back_to_quoting_the_evidence_unless_disabled(
         update={"guideline": settings.guideline.model_copy(update={"llm_empty_fallback": False})}
     )
     refused = qa_with(strict).answer("What is the dose of bedaquiline?")
-    assert isinstance(refused, Abstention) and refused.stage == "generation"
+    assert isinstance(refused, QAAbstention) and refused.stage == "generation"

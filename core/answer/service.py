@@ -24,7 +24,7 @@ from core.answer.prompt import ask_messages, prompt_hash
 from core.answer.records import audit, begin_exchange, check_rate_limit, complete_exchange
 from core.answer.understand import understand
 from core.cases import build_context_bundle
-from core.contracts import AskAnswer, BundleResult, no_comparable_answer
+from core.contracts import Abstention, AskAnswer, BundleResult, no_comparable_answer
 from core.errors import CasebookError, InvalidInputError, NotFoundError
 from core.llm.base import LLM
 from core.llm.budget import CancelToken, feature_budget
@@ -41,17 +41,28 @@ Path_ = Literal["fixed", "extractive", "llm"]
 
 @dataclass(frozen=True)
 class AskResult:
-    """The final answer, which path produced it, and why any fallback happened."""
+    """The final answer, which path produced it, and why any fallback happened.
+
+    A ``fixed`` answer (the contract's fail-closed text) comes with its
+    :class:`~core.contracts.Abstention`; ``fallback`` says why the model's answer
+    was not used when the extractive one stands.
+    """
 
     answer: AskAnswer
     path: Path_
-    reason: str | None = None
+    fallback: str | None = None
     instant: AskAnswer | None = None
     removed: list[tuple[str, str]] = field(default_factory=list)
     seconds: float = 0.0
     intent: str | None = None
     facts: AnswerFacts | None = None
     guideline_question: str | None = None
+    abstention: Abstention | None = None
+
+    @property
+    def reason(self) -> str | None:
+        """Why the answer is not the model's: the abstention's reason, else the fallback's (None for a model answer)."""
+        return self.abstention.reason if self.abstention is not None else self.fallback
 
     @property
     def model_used(self) -> bool:
@@ -106,17 +117,20 @@ def _instant(rt: Runtime, scan_id: str, q: str) -> tuple[BundleResult, AskResult
         composed_ans = out_of_scope_answer()
         why = "treatment and management are out of scope"
         return BundleResult(bundle=None), AskResult(
-            composed_ans, "fixed", why, composed_ans, intent="treatment", guideline_question=q
-        )
+            composed_ans, "fixed", None, composed_ans, intent="treatment", guideline_question=q,
+            abstention=Abstention(reason=why, stage="router"),
+        )  # fmt: skip
     result = build_context_bundle(rt, scan_id)
     if result.bundle is None:
         reason = result.empty_reason.value if result.empty_reason else "no_bundle"
-        return result, AskResult(no_comparable_answer(), "fixed", reason)
+        return result, AskResult(no_comparable_answer(), "fixed", abstention=Abstention(reason=reason, stage="retrieval"))
     composed = compose(q, result, rt.settings.ask)
     if composed.kind == "out_of_scope":
-        res = AskResult(composed.answer, "fixed", composed.reason, composed.answer, intent=composed.intent, guideline_question=q)
+        res = AskResult(composed.answer, "fixed", None, composed.answer, intent=composed.intent, guideline_question=q,
+                        abstention=Abstention(reason=composed.reason or "", stage="router"))  # fmt: skip
     elif composed.kind == "insufficient":
-        res = AskResult(composed.answer, "fixed", composed.reason, composed.answer, intent=composed.intent, facts=composed.facts)
+        res = AskResult(composed.answer, "fixed", None, composed.answer, intent=composed.intent, facts=composed.facts,
+                        abstention=Abstention(reason=composed.reason or "", stage="evidence"))  # fmt: skip
     else:
         res = AskResult(composed.answer, "extractive", None, composed.answer, intent=composed.intent, facts=composed.facts)
     return result, res
@@ -130,7 +144,7 @@ def _from_guard(
         return replace(
             instant,
             path="extractive",
-            reason="the model found the data insufficient; extractive answer kept",
+            fallback="the model found the data insufficient; extractive answer kept",
             removed=report.removed,
             seconds=elapsed,
         )
@@ -138,7 +152,7 @@ def _from_guard(
         return replace(
             instant,
             path="extractive",
-            reason="the model's answer failed the answer rules",
+            fallback="the model's answer failed the answer rules",
             removed=report.removed,
             seconds=elapsed,
         )
@@ -146,7 +160,7 @@ def _from_guard(
     answer = AskAnswer(
         answer=report.text, citedCaseIds=report.cited, confidence=confidence_for(result.bundle, rt.settings.ask)
     )
-    return replace(instant, answer=answer, path="llm", reason=None, removed=report.removed, seconds=elapsed)
+    return replace(instant, answer=answer, path="llm", fallback=None, removed=report.removed, seconds=elapsed)
 
 
 def _finish(
@@ -180,10 +194,10 @@ def _with_llm(rt: Runtime, result: BundleResult, instant: AskResult, q: str, llm
         completion = future.result(timeout=rt.settings.ask.llm_budget_s)
         return _from_guard(rt, result, enforce(completion.text, result, facts=instant.facts, **refusal_lists(rt.settings)), instant, started)
     except concurrent.futures.TimeoutError:
-        return replace(instant, path="extractive", reason="the model was slower than its time budget")
+        return replace(instant, path="extractive", fallback="the model was slower than its time budget")
     except CasebookError as exc:
         log.warning("LLM backend failed: %s", exc)
-        return replace(instant, path="extractive", reason=f"the model failed: {exc}")
+        return replace(instant, path="extractive", fallback=f"the model failed: {exc}")
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
 
@@ -241,10 +255,10 @@ def stream_answer(
                 parts.append(delta)
                 yield AskEvent("delta", delta)
                 if time.monotonic() - started > rt.settings.ask.llm_budget_s:
-                    final = replace(instant, path="extractive", reason="the model was slower than its time budget")
+                    final = replace(instant, path="extractive", fallback="the model was slower than its time budget")
                     break
         except CasebookError as exc:
-            final = replace(instant, path="extractive", reason=f"the model failed: {exc}")
+            final = replace(instant, path="extractive", fallback=f"the model failed: {exc}")
         if final is None:
             final = _from_guard(
                 rt, result, enforce("".join(parts), result, facts=instant.facts, **refusal_lists(rt.settings)), instant, started
@@ -255,6 +269,6 @@ def stream_answer(
     finally:
         if not done:
             stopped = instant if instant.path == "fixed" or llm is None else replace(
-                instant, path="extractive", reason="the question was interrupted before the model finished"
+                instant, path="extractive", fallback="the question was interrupted before the model finished"
             )
             _finish(rt, scan_id, doctor_id, pending, stopped, llm.backend if llm else None, None)

@@ -3,8 +3,8 @@
 Import from the modules (this package stays import-light because :mod:`core.settings`
 imports its settings group):
 
-* :mod:`core.guideline.pipeline` — ``GuidelineQA(settings).answer(question) -> QAAnswer | Abstention``
-* :mod:`core.guideline.types` — ``QAAnswer``, ``Bullet``, ``Snippet``, ``Abstention``, ``Trace``, ``RouteDecision``
+* :mod:`core.guideline.pipeline` — ``GuidelineQA(settings).answer(question) -> QAAnswer | QAAbstention``
+* :mod:`core.guideline.types` — ``QAAnswer``, ``Bullet``, ``Snippet``, ``QAAbstention``, ``Trace``, ``RouteDecision``
 * :mod:`core.guideline.router` — ``route_question``, ``drug_synonyms``
 * :mod:`core.guideline.constraints` — section boost, drug anchor filter, diagnosis evidence gate
 * :mod:`core.guideline.gates` — lexical entailment gate, claim-snippet alignment, medical entity guard

@@ -5,7 +5,8 @@
     >>> result.kind, result.route
     ('answer', 'drug')
 
-Every failure mode is a typed :class:`Abstention` with its reason and stage;
+Every failure mode is a typed :class:`~core.guideline.types.QAAbstention` (the shared
+:class:`~core.contracts.Abstention`: reason, stage, detail) with its question, route and trace;
 nothing here raises for a question it cannot support.
 """
 
@@ -32,9 +33,9 @@ from core.guideline.router import drug_synonyms, route_question
 from core.guideline.slots import LABEL_SLOT_SECTIONS, Slot, question_slot
 from core.guideline.statements import Statement, structural_statement, yes_no_statement
 from core.guideline.types import (
-    Abstention,
     Bullet,
     EvidenceChunk,
+    QAAbstention,
     QAAnswer,
     QAResult,
     Route,
@@ -128,14 +129,14 @@ class GuidelineQA:
             decision = decision.model_copy(update={"route": route, "reason": f"chosen by the user ({decision.reason})"})
         trace.add("route", decision=decision.model_dump())
         if decision.refused:
-            return Abstention(question=question, route=decision.route, reason=decision.reason, stage="policy",
+            return QAAbstention(question=question, route=decision.route, reason=decision.reason, stage="policy",
                               trace=trace)  # fmt: skip
         mine = only_spaces and bool(spaces)
         if decision.route == "out_of_domain" and mine:  # the doctor chose their own documents: no TB/CAP scope
             decision = decision.model_copy(update={"route": "guideline", "reason": "search my documents only"})
             trace.add("route", decision=decision.model_dump(), note="scope: my documents")
         if decision.route == "out_of_domain":
-            return Abstention(question=question, route=decision.route, reason=decision.reason, stage="router",
+            return QAAbstention(question=question, route=decision.route, reason=decision.reason, stage="router",
                               trace=trace)  # fmt: skip
         synonyms = drug_synonyms(lexicon, decision.drugs, self.cfg.drug_aliases)
         slot = question_slot(question, self.cfg, synonyms)
@@ -148,15 +149,15 @@ class GuidelineQA:
             spaces, mine,
         )  # fmt: skip
         if not found.evidence:
-            return Abstention(question=question, route=decision.route, reason=found.reason, stage=found.stage,
+            return QAAbstention(question=question, route=decision.route, reason=found.reason, stage=found.stage,
                               trace=trace)  # fmt: skip
         drafts = self._draft(question, found.evidence, slot, trace, lexicon.names())
         if not drafts:
-            return Abstention(question=question, route=decision.route, stage="generation", trace=trace,
+            return QAAbstention(question=question, route=decision.route, stage="generation", trace=trace,
                               reason=_no_answer_reason(slot))  # fmt: skip
         bullets = self._verify(drafts, found.evidence, trace)
         if not bullets:
-            return Abstention(question=question, route=decision.route, stage="verification", trace=trace,
+            return QAAbstention(question=question, route=decision.route, stage="verification", trace=trace,
                               reason="every drafted sentence failed the entailment gate")  # fmt: skip
         best = next((c.hit for c in found.evidence if c.hit.chunk_id == bullets[0].evidence.chunk_id), None)
         said = yes_no_statement(question, slot, bullets[0].text, best.section_code if best else None, self.cfg)

@@ -10,8 +10,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["ABSTAIN", "Abstention", "Bullet", "EvidenceChunk", "QAAnswer", "QAResult", "Route", "RouteDecision", "Snippet",
-           "Trace", "TraceStep"]  # fmt: skip
+from core.contracts import Abstention
+
+__all__ = ["ABSTAIN", "Bullet", "EvidenceChunk", "QAAbstention", "QAAnswer", "QAResult", "Route", "RouteDecision",
+           "Snippet", "Trace", "TraceStep"]  # fmt: skip
 
 Route = Literal["guideline", "drug", "mixed", "out_of_domain"]
 ABSTAIN: Literal["ABSTAIN"] = "ABSTAIN"
@@ -125,21 +127,19 @@ class QAAnswer(BaseModel):
     trace: Trace
 
 
-class Abstention(BaseModel):
-    """The standard ABSTAIN result: no answer, and why."""
+class QAAbstention(Abstention):
+    """The standard ABSTAIN result: the shared :class:`~core.contracts.Abstention` (reason, stage, detail)
+    with the question, its route and the trace.
 
-    model_config = ConfigDict(extra="forbid")
+    ``stage`` is where it stopped: policy (refused request), router, retrieval,
+    confidence, generation, verification.
+    """
 
     kind: Literal["abstain"] = "abstain"
     answer: Literal["ABSTAIN"] = ABSTAIN
     question: str
     route: Route
-    reason: str
-    stage: str = Field(
-        description="Where it stopped: policy (refused request), router, retrieval, confidence, generation, "
-        "verification."
-    )
     trace: Trace
 
 
-QAResult = QAAnswer | Abstention
+QAResult = QAAnswer | QAAbstention

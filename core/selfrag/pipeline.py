@@ -17,6 +17,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 from core.config.selfrag import RetrievalMode, SelfRagSettings
+from core.contracts import Abstention
 from core.errors import BackendError, BackendTimeoutError, RateLimitedError
 from core.selfrag import prompts, scoring
 from core.selfrag.critic import Critic
@@ -25,7 +26,6 @@ from core.selfrag.generate import Generator
 from core.selfrag.retrieval import KBRetriever, QueryProcessor, retrieve_all
 from core.selfrag.tokens import clean_answer
 from core.selfrag.types import (
-    Abstention,
     Iteration,
     Passage,
     RetrievalDecision,
@@ -70,11 +70,11 @@ class SelfRagPipeline:
             self._answer(trace, query, asked, trace.query.queries, mode or self.settings.mode)
         except BackendTimeoutError as exc:  # a slow machine, not a wrong answer: the harness retries these
             log.warning("self-reflective RAG backend timeout: %s", exc)
-            trace.abstention = Abstention("timeout", str(exc))
+            trace.abstention = Abstention(reason="timeout", stage="backend", detail=str(exc))
             return trace
         except (BackendError, RateLimitedError) as exc:  # no answer rather than a guessed one
             log.warning("self-reflective RAG backend failure: %s", exc)
-            trace.abstention = Abstention("backend-error", str(exc))
+            trace.abstention = Abstention(reason="backend-error", stage="backend", detail=str(exc))
             return trace
         with _timed(trace, "postprocess"):
             self.postprocess(trace)
@@ -201,12 +201,14 @@ class SelfRagPipeline:
         """Remove reflection and end tokens, extract the option letter; unparseable is an abstention."""
         trace.clean_answer = clean_answer(trace.raw_answer)
         if not trace.clean_answer:
-            trace.abstention = Abstention("empty-answer", "the generator returned no text")
+            trace.abstention = Abstention(reason="empty-answer", stage="generation", detail="the generator returned no text")
             return
         if trace.options:
             trace.letter = extract_letter(trace.clean_answer, trace.options)
             if trace.letter is None:
-                trace.abstention = Abstention("unparseable", "no option letter or option text found in the answer")
+                trace.abstention = Abstention(
+                    reason="unparseable", stage="extraction", detail="no option letter or option text found in the answer"
+                )
 
 
 def _passes(relevance: float | None, floor: float) -> bool:

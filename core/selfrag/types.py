@@ -3,8 +3,8 @@
 A :class:`SelfRagTrace` holds the result of each stage: query processing, the
 retrieval decision, the retrieved documents with their three critic scores,
 every generation iteration with its utility, the raw and clean answer and the
-extracted option letter. An unparseable or failed step is an
-:class:`Abstention` with a reason, never a made-up value.
+extracted option letter. An unparseable or failed step is the shared
+:class:`~core.contracts.Abstention` with a reason, never a made-up value.
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.contracts import Abstention
+
 __all__ = [
-    "Abstention",
     "CriticReading",
     "Iteration",
     "Passage",
@@ -100,14 +101,6 @@ class Iteration:
     seconds: float = 0.0
 
 
-@dataclass(frozen=True)
-class Abstention:
-    """No answer, and why (``unparseable``, ``timeout``, ``backend-error``, ``empty-answer``)."""
-
-    reason: str
-    detail: str = ""
-
-
 @dataclass
 class SelfRagTrace:
     """Everything one question went through; :meth:`to_json` gives the JSON record.
@@ -135,5 +128,7 @@ class SelfRagTrace:
     budget_notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict (nested dataclasses become dicts)."""
-        return dataclasses.asdict(self)
+        """A JSON-ready dict (nested dataclasses become dicts, the abstention too)."""
+        out = dataclasses.asdict(self)
+        out["abstention"] = self.abstention.model_dump() if self.abstention else None
+        return out
