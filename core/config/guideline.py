@@ -277,7 +277,8 @@ class GuidelineQASettings(Group):
         vocab.SLOT_PATTERNS,
         description="Answer slot -> question patterns (regular expressions). A slot decides which sentences answer: "
         "a dose needs a number and a unit, a duration a time span, a regimen a drug or regimen code, a "
-        "contraindication or boxed warning that label section.",
+        "contraindication or boxed warning that label section, a result's meaning the asked result (positive, "
+        "negative) with what it means or does not show.",
     )
     yes_no_starts: list[str] = Field(
         vocab.YES_NO_STARTS, description="First words of a yes/no question (answered Yes or No with the evidence)."
@@ -317,6 +318,12 @@ class GuidelineQASettings(Group):
     population_evidence_weight: float = Field(
         0.1, ge=0, description="Choosing the evidence chunks: added to the rank score of a chunk whose section heading "
         "names a patient group the question names (\"Urine LF-LAM in People Living with HIV\" for a question on HIV).",
+    )
+    conditions: dict[str, str] = Field(
+        vocab.CONDITIONS,
+        description="Diseases a question may be about -> regular expression of their names. A question naming one "
+        "is answered only by sentences whose nearest context naming a disease (the sentence, its section headings, "
+        "its document title) names that one: \"tuberculous meningitis\" never quotes a pneumonia line on meningitis.",
     )
     focus_prefix: int = Field(
         5, ge=3, description="Characters of a word compared when checking a sentence mentions the question's focus."

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 __all__ = [
     "CONCEPTS",
+    "CONDITIONS",
     "DOMAIN_STEMS",
     "NEGATION_CUES",
     "QUESTION_FILLER",
@@ -84,6 +85,8 @@ REFUSAL_MESSAGE = (
 )
 
 # Answer slots: what a question asks for, from its words (regular expressions, lowercase).
+# A test result a question may ask about ("positve" misspelt too).
+_RESULT_WORD = r"(?:pos[a-z]*ti?ve|neg[a-z]*ti?ve|indeterminate|borderline)"
 SLOT_PATTERNS: dict[str, list[str]] = {
     "contraindication": [r"contraindicat", r"who (should|must) not (take|use|receive|be given)",
                          r"(should|must) not (take|use|receive|be given)"],
@@ -94,6 +97,11 @@ SLOT_PATTERNS: dict[str, list[str]] = {
     # How a disease passes between people ("How is TB transmitted?", "Can latent TB spread?", "Is it contagious?").
     "transmission": [r"\bspread", r"\btransmi(t|ss)", r"\bcontagious", r"\bcatch(es|ing)?\b",
                      r"\bpass(ed|es)? (it |tb |tuberculosis )?on\b"],
+    # What a test result means: "What does a positive IGRA mean?", "How is a negative TST interpreted?".
+    "result_meaning": [rf"\bdoes (?:an? |the |my )?{_RESULT_WORD}\b.{{0,60}}\bmean",
+                       rf"\bmean(?:s|ing)? (?:if|when|that) .{{0,60}}\b{_RESULT_WORD}\b",
+                       rf"\b{_RESULT_WORD}\b.{{0,60}}\b(?:interpreted|indicate|signify)",
+                       rf"\binterpret\w* (?:an? |the )?{_RESULT_WORD}\b"],
     # How something is tested or diagnosed: answered by a sentence naming a test (ranked first, others kept).
     "test": [r"\bhow (is|are|do|does|can|should|would) .{0,60}\b(test(ed)?|diagnos\w*|detect(ed)?|confirm(ed)?"
              r"|screen(ed)?|ruled? out|identif(y|ied))\b",
@@ -101,6 +109,14 @@ SLOT_PATTERNS: dict[str, list[str]] = {
     # What a term means: "What is latent tuberculosis?" (a bare term, no "of"/"for"...), "How is severe CAP defined?".
     "definition": [r"^\s*what(?:'s| is| are) (?:an? |the )?(?!.*\b(?:of|for|on|in|with|to|after|before|during|when|if)\b)"
                    r"[^?]{2,40}\?*\s*$", r"\bdefin(e|ed|ition)\b", r"\bwhat does .{2,40} stand for\b"],
+}
+# The diseases a question or a sentence may be about (regular expressions). A question naming one of them is
+# answered only by sentences about it: the nearest context naming any disease (the sentence, then its section
+# headings, then its document's title) must name the asked one, so "tuberculous meningitis" never quotes the
+# pneumonia guideline's "complications such as meningitis" line.
+CONDITIONS: dict[str, str] = {
+    "tuberculosis": r"\b(tb|tubercul\w*|mycobacteri\w*|m\. tuberculosis|ltbi|(mdr|rr|xdr|ds|dr)-tb|mdr/rr-tb)\b",
+    "pneumonia": r"\b(pneumon\w*|cap|community[- ]acquired)\b",
 }
 # Yes/no questions start with one of these words.
 YES_NO_STARTS: list[str] = ["is", "are", "does", "do", "can", "could", "should", "must", "may", "will", "has", "have"]

@@ -39,7 +39,9 @@ def _render(result: Any) -> str:
         source = f" ({result.evidence[0].source})" if result.evidence else ""
         lines.append(f"{result.statement}{source}")
     for b in result.bullets:
-        lines += [f"- {b.text}", f"    evidence ({b.evidence.score:.2f}, {b.evidence.source}): {b.evidence.text}"]
+        quote = "" if b.evidence.text.strip() == b.text.strip() else f": {b.evidence.text}"  # a quoted bullet once
+        demo = " [demo]" if b.evidence.demo else ""
+        lines += [f"- {b.text}", f"    evidence ({b.evidence.score:.2f}, {b.evidence.source}{demo}){quote}"]
     if result.patient_summary:
         lines += ["", f"For patients: {result.patient_summary}"]
     return "\n".join(lines)

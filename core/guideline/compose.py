@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from core.config.guideline import GuidelineQASettings
 from core.guideline.constraints import Candidate
 from core.guideline.gates import source_label
-from core.guideline.slots import ANAPHOR, Slot, fills_slot, focus_coverage, mentions_focus
+from core.guideline.slots import ANAPHOR, Slot, fills_slot, focus_coverage, mentions_focus, other_condition
 from core.guideline.text import key_tokens, overlap_ratio, split_sentences
 from core.llm.base import Message
 
@@ -85,10 +85,12 @@ def rank_sentences(
             coverage = overlap_ratio(q, tokens | heading)
             score = coverage + cfg.extractive_chunk_weight * cand.rank_score
             if slot is not None:
-                fit = fills_slot(sentence, cand.hit, slot.name, drug_names)
+                fit = fills_slot(sentence, cand.hit, slot.name, drug_names, slot.result)
                 on_section = named_only  # the evidence is the label section the question names, nothing else
                 if fit == 0 or not (on_section or mentions_focus(sentence, cand.hit, slot.focus, cfg)):
                     continue
+                if other_condition(sentence, cand.hit, slot.condition, cfg):
+                    continue  # another disease's sentence ("meningitis" in the pneumonia guideline)
                 score += cfg.slot_fill_weight * (fit - 1) + cfg.focus_weight * focus_coverage(sentence, slot.focus, cfg)
             if groups:
                 section = " ".join((cand.hit.section_title, *cand.hit.section_path))

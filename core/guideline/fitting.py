@@ -32,6 +32,7 @@ from core.guideline.evaluate import EvalItem
 from core.guideline.pipeline import GuidelineQA
 from core.guideline.retrieval import constrained_retrieval
 from core.guideline.router import drug_synonyms, route_question
+from core.guideline.slots import question_slot
 from core.guideline.types import Trace
 from core.kb.specs import ROUTED_KBS
 
@@ -66,7 +67,9 @@ def collect_rows(qa: GuidelineQA, items: list[EvalItem]) -> list[Row]:
         want = "druglabels" if item.expected_source and "drug" in item.expected_source else "guidelines"
         synonyms = drug_synonyms(qa.lexicon, decision.drugs, cfg.drug_aliases)
         trace = Trace()
-        constrained_retrieval(item.question, decision, synonyms, qa.retriever, cfg, qa.settings.kb.rrf_k, trace)
+        slot = question_slot(item.question, cfg, synonyms)  # searched with the slot's words, as when answered
+        constrained_retrieval(item.question, decision, synonyms, qa.retriever, cfg, qa.settings.kb.rrf_k, trace,
+                              slot=slot)  # fmt: skip
         for step in trace.steps:
             if step.name != "confidence" or step.detail["kb"] not in KBS:
                 continue

@@ -146,7 +146,7 @@ class GuidelineQA:
             return self._statement_answer(question, decision, slot, structural, trace)
         found = constrained_retrieval(
             question, decision, synonyms, self.retriever, self.cfg, self.settings.kb.rrf_k, trace, slot.focus,
-            spaces, mine,
+            spaces, mine, slot,
         )  # fmt: skip
         if not found.evidence:
             return QAAbstention(question=question, route=decision.route, reason=found.reason, stage=found.stage,

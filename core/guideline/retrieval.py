@@ -25,7 +25,7 @@ from core.guideline.constraints import (
     section_matches,
 )
 from core.guideline.router import expand_query
-from core.guideline.slots import focus_coverage
+from core.guideline.slots import Slot, focus_coverage, states_answer
 from core.guideline.text import key_tokens
 from core.guideline.types import RouteDecision, Trace
 from core.kb.protocols import Retriever
@@ -112,13 +112,15 @@ def _confidence(
 def constrained_retrieval(
     question: str, decision: RouteDecision, synonyms: set[str], retriever: Retriever,
     cfg: GuidelineQASettings, rrf_k: int, trace: Trace, focus: frozenset[str] = frozenset(),
-    spaces: tuple[str, ...] = (), only_spaces: bool = False,
+    spaces: tuple[str, ...] = (), only_spaces: bool = False, slot: Slot | None = None,
 ) -> RetrievalOutcome:  # fmt: skip
     """Run every constraint on every KB of the route and pick the evidence.
 
     The evidence is the best ``evidence_chunks`` survivors by rank score plus
     ``focus_weight`` times the share of the question's focus words (``focus``,
-    see :mod:`core.guideline.slots`) the chunk mentions.
+    see :mod:`core.guideline.slots`) the chunk mentions. For a ``slot`` whose answer is
+    a rare kind of sentence (how a disease passes, what a result means) the chunks
+    holding one come first.
     """
     merged: list[Candidate] = []
     reasons: list[str] = []
@@ -144,6 +146,7 @@ def constrained_retrieval(
                 + cfg.population_evidence_weight * group)  # fmt: skip
 
     merged.sort(key=order, reverse=True)
+    merged.sort(key=lambda c: states_answer(c.hit.text, c.hit, slot), reverse=True)  # stable: order kept within
     markers = section_markers(expand_query(question, cfg), cfg)
     on_section = [c for c in merged if section_matches(c.hit, markers)] if markers else []
     if focus and not any(focus_coverage(f"{c.hit.section_title}\n{c.hit.text}", focus, cfg) for c in on_section):
