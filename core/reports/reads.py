@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
+from typing import TypeVar
 
-from sqlalchemy import select
+from sqlalchemy import Select, select
 
 from core.errors import NotFoundError
 from core.store.db import Database
@@ -73,6 +74,14 @@ class ReportRow:
         return self.superseded_by is None
 
 
+_Authored = TypeVar("_Authored", ReportDraft, Report)
+
+
+def _with_author(model: type[_Authored]) -> Select[_Authored, str]:
+    """Rows of ``model`` beside their author's display name."""
+    return select(model, User.display_name).join(User, User.id == model.author_id)
+
+
 def _draft(d: ReportDraft, author: str) -> DraftRow:
     return DraftRow(
         d.id,
@@ -93,8 +102,7 @@ def list_drafts(db: Database, scan_id: str) -> list[DraftRow]:
     """Every saved draft of a scan, open ones first, newest first within each group."""
     with db.read_only() as s:
         rows = s.execute(
-            select(ReportDraft, User.display_name)
-            .join(User, User.id == ReportDraft.author_id)
+            _with_author(ReportDraft)
             .where(ReportDraft.scan_id == scan_id)
             .order_by(ReportDraft.status != "open", ReportDraft.updated_at.desc(), ReportDraft.id.desc())
         ).all()
@@ -104,11 +112,7 @@ def list_drafts(db: Database, scan_id: str) -> list[DraftRow]:
 def get_draft(db: Database, draft_id: int) -> DraftRow:
     """One saved draft; :class:`NotFoundError` when there is none."""
     with db.read_only() as s:
-        row = s.execute(
-            select(ReportDraft, User.display_name)
-            .join(User, User.id == ReportDraft.author_id)
-            .where(ReportDraft.id == draft_id)
-        ).first()
+        row = s.execute(_with_author(ReportDraft).where(ReportDraft.id == draft_id)).first()
         if row is None:
             raise NotFoundError(f"No draft {draft_id}")
         return _draft(row[0], row[1])
@@ -118,8 +122,7 @@ def report_versions(db: Database, scan_id: str) -> list[ReportRow]:
     """Every signed report of a scan with its amendment links, newest first."""
     with db.read_only() as s:
         rows = s.execute(
-            select(Report, User.display_name)
-            .join(User, User.id == Report.author_id)
+            _with_author(Report)
             .where(Report.scan_id == scan_id)
             .order_by(Report.signed_at.desc(), Report.id.desc())
         ).all()
