@@ -2,9 +2,10 @@
 
 Three passes over the files:
 
-1. **check**: parse each file, check its pixel module and the limits, refuse
-   burned-in annotation unless confirmed, note the (keyed-hash) patient identity
-   and the original study/series it belongs to. Nothing is written yet.
+1. **check** (:mod:`core.imaging.import_check`): parse each file, check its pixel
+   module and the limits, refuse burned-in annotation unless confirmed, note the
+   (keyed-hash) patient identity and the original study/series it belongs to, and
+   find each identity's patient. Nothing is written yet.
 2. **decode and de-identify**: decode the pixels, de-identify the header
    (:mod:`core.imaging.deid`, one consistent pseudonym, UID map and date offset
    per patient), stage the de-identified file and its decoded frames.
@@ -19,11 +20,9 @@ rejected import still writes an audit row saying so (without file names).
 
 from __future__ import annotations
 
-import datetime as dt
 import io
 import logging
 import secrets
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,12 +31,12 @@ from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 
 from core import audit
-from core.errors import CasebookError, ImageRejectedError, NotFoundError
-from core.imaging.anatomy import anatomy_for
-from core.imaging.deid import Deidentifier, burned_in, identity_hmac, identity_key
+from core.errors import CasebookError, ImageRejectedError
+from core.imaging.deid import Deidentifier, identity_key
 from core.imaging.dicomio import decode_pixels, read_dicom
 from core.imaging.encoders import ImageEncoder, embed_series, make_image_encoder
-from core.imaging.photos import is_photo, read_photo
+from core.imaging.import_check import CheckedFile, ImportPatient, Progress, check_files, resolve_patients, study_time
+from core.imaging.photos import read_photo
 from core.imaging.sources import Source, collect_sources
 from core.imaging.store import ImageStore, StagedImport
 from core.settings import Settings
@@ -47,7 +46,6 @@ from core.store.models import ImageIdentityMap, ImageInstance, ImageSeries, Scan
 __all__ = ["ImportSummary", "ImportedScan", "import_images"]
 
 log = logging.getLogger(__name__)
-Progress = Callable[[float, str], None]
 AWAITING_READING = "Awaiting AI reading"
 IMAGE_IMPORT = "image.import"  # audit event
 
@@ -73,106 +71,10 @@ class ImportSummary:
 
 
 @dataclass
-class _Checked:
-    source: Source
-    identity: str
-    study: str
-    series: str
-    order: tuple[float, float, str]
-    anatomy: str | None
-    photo: bool = False
-
-
-@dataclass
-class _Patient:
-    uid_seed: str
-    user_id: int | None = None
-    pseudonym: str = ""
-    hmac: str | None = None
-    new: bool = True
-
-
-@dataclass
 class _SeriesOut:
     row: ImageSeries
     instances: list[ImageInstance] = field(default_factory=list)
     middle: Any = None
-
-
-def _num(value: Any, default: float) -> float:
-    try:
-        return float(value[2] if isinstance(value, list) or type(value).__name__ == "MultiValue" else value)
-    except (TypeError, ValueError, IndexError):
-        return default
-
-
-def _check(
-    sources: list[Source], settings: Settings, key: bytes, confirm_burned_in: bool, say: Progress
-) -> list[_Checked]:
-    checked = []
-    for i, src in enumerate(sources):
-        say(0.3 * i / len(sources), f"Checking file {i + 1} of {len(sources)}")
-        data = src.read()
-        if is_photo(data):
-            read_photo(data, src.name, settings.imaging)
-            checked.append(_Checked(src, "photo", "photo", "photo", (i, 0.0, src.name), None, photo=True))
-            continue
-        ds = read_dicom(data, src.name, settings.imaging)
-        if burned_in(ds) and not confirm_burned_in:
-            raise ImageRejectedError(
-                f"{src.name}: the file declares burned-in annotation (text, possibly a name, drawn into the pixels)",
-                hint="Look at the images first; import again with the burned-in confirmation if no identifying "
-                "text is visible. Nothing was imported.",
-            )
-        study = str(ds.get("StudyInstanceUID") or f"study-of-{src.name}")
-        ident = identity_hmac(ds, key) or f"anonymous:{study}"
-        order = (_num(ds.get("InstanceNumber"), 1e9), _num(ds.get("ImagePositionPatient"), 0.0), src.name)
-        series = str(ds.get("SeriesInstanceUID") or study)
-        checked.append(_Checked(src, ident, study, series, order, anatomy_for(ds)))
-    return checked
-
-
-def _patients(db: Database, checked: list[_Checked], patient: str | None) -> dict[str, _Patient]:
-    identities = sorted({c.identity for c in checked})
-    fixed_user: int | None = None
-    with db.read_only() as s:
-        if patient is not None:
-            user = s.scalars(select(User).where(User.username == patient.strip().lower())).first()
-            if user is None or user.role != "patient":
-                raise NotFoundError(f"No patient with username {patient!r}", hint="Give an existing patient username.")
-            fixed_user = user.id
-        dicom_ids = [i for i in identities if i != "photo"]
-        if patient is not None and len(dicom_ids) > 1:
-            raise ImageRejectedError(
-                f"The files belong to {len(dicom_ids)} different patients but one --patient was given",
-                hint="Import each patient's files separately; nothing was imported.",
-            )
-        if patient is None and "photo" in identities:
-            raise ImageRejectedError("Photographs carry no patient identity: give --patient and --anatomy")
-        out: dict[str, _Patient] = {}
-        for ident in identities:
-            row = None
-            if not ident.startswith(("anonymous:", "photo")):
-                row = s.scalars(select(ImageIdentityMap).where(ImageIdentityMap.identity_hmac == ident)).first()
-            if row is not None:
-                if fixed_user is not None and row.patient_user_id != fixed_user:
-                    raise ImageRejectedError(
-                        "These studies belong to a patient already imported as another Casebook patient",
-                        hint="Import without --patient, or with the patient they were imported for.",
-                    )
-                out[ident] = _Patient(row.uid_seed, row.patient_user_id, row.pseudonym, ident, new=False)
-            else:
-                hmac = None if ident.startswith(("anonymous:", "photo")) else ident
-                out[ident] = _Patient(secrets.token_hex(16), fixed_user, secrets.token_hex(3).upper(), hmac)
-    return out
-
-
-def _study_time(ds: Any) -> dt.datetime:
-    date, time = str(ds.get("StudyDate") or ""), str(ds.get("StudyTime") or "000000")
-    try:
-        return dt.datetime.strptime(date + time[:6].ljust(6, "0"), "%Y%m%d%H%M%S").replace(tzinfo=dt.UTC)
-    except ValueError:
-        return utcnow()
 
 
 def import_images(
@@ -212,8 +114,8 @@ def _import(
 ) -> ImportSummary:
     store = ImageStore.from_settings(settings)
     key = identity_key(store.root)
-    checked = _check(sources, settings, key, confirm_burned_in, say)
-    studies: dict[tuple[str, str], list[_Checked]] = {}
+    checked = check_files(sources, settings, key, confirm_burned_in, say)
+    studies: dict[tuple[str, str], list[CheckedFile]] = {}
     for c in checked:
         studies.setdefault((c.identity, c.study), []).append(c)
     missing = [k for k, files in studies.items() if not (anatomy or files[0].anatomy)]
@@ -222,7 +124,7 @@ def _import(
             f"{len(missing)} study(ies) do not say their anatomy (no Body Part Examined that maps to one)",
             hint="Give --anatomy (lung, brain, spine, eye, breast, abdomen, skin or pathology); nothing was imported.",
         )
-    people = _patients(db, checked, patient)
+    people = resolve_patients(db, checked, patient)
     enc = make_image_encoder(settings) if encoder == "settings" else encoder
     assert not isinstance(enc, str)
     staged = store.stage()
@@ -241,13 +143,13 @@ def _import(
 
 def _decode_and_stage(
     settings: Settings,
-    studies: dict[tuple[str, str], list[_Checked]],
-    people: dict[str, _Patient],
+    studies: dict[tuple[str, str], list[CheckedFile]],
+    people: dict[str, ImportPatient],
     anatomy: str | None,
     staged: StagedImport,
     say: Progress,
     total: int,
-) -> list[tuple[Scan, list[_SeriesOut], _Patient]]:
+) -> list[tuple[Scan, list[_SeriesOut], ImportPatient]]:
     deids = {
         i: Deidentifier(p.uid_seed, retain_dates=settings.imaging.retain_longitudinal_dates) for i, p in people.items()
     }
@@ -281,7 +183,7 @@ def _decode_and_stage(
                 file_sha = staged.add_bytes(buf.getvalue(), "dcm")
                 modality, sop = str(ds.get("Modality") or "OT"), str(ds.get("SOPInstanceUID") or "")
                 series_uid, study_uid = str(ds.get("SeriesInstanceUID") or ""), str(ds.get("StudyInstanceUID") or "")
-                created = _study_time(ds)
+                created = study_time(ds)
             s_out = series.get(c.series)
             if s_out is None:
                 kind = "photo" if c.photo else "dicom"
@@ -329,8 +231,8 @@ def _decode_and_stage(
 
 def _commit(
     db: Database,
-    scans: list[tuple[Scan, list[_SeriesOut], _Patient]],
-    people: dict[str, _Patient],
+    scans: list[tuple[Scan, list[_SeriesOut], ImportPatient]],
+    people: dict[str, ImportPatient],
     staged: StagedImport,
     actor_id: int | None,
     n_files: int,
