@@ -16,111 +16,8 @@ from pydantic import Field
 
 from core.config import guideline_vocab as vocab
 from core.config.common import Group
-from core.text import STOPWORDS
 
 __all__ = ["GuidelineQASettings"]
-
-_DOMAIN_TRIGGERS = [
-    "tb", "tuberculosis", "tubercular", "mycobacterium", "mycobacterial", "ltbi", "latent", "mdr-tb", "rr-tb",
-    "xdr-tb", "pre-xdr", "mdr", "bpal", "bpalm", "igra", "quantiferon", "tst", "tuberculin", "mantoux", "sputum",
-    "afb", "smear", "xpert", "naat", "bcg", "pneumonia", "cap", "community-acquired", "pneumococcal",
-    "legionella", "curb-65", "crb-65", "psi", "antitubercular", "antituberculosis", "anti-tb",
-    "preventive treatment", "tpt", "rifamycin", "lower respiratory tract infection",
-    "hrze", "2hrze", "hpmz", "hpzm", "2hpzm", "3hp", "1hp", "3hr", "4r", "6h", "9h", "ltbi",
-]  # fmt: skip
-_DRUG_TASK = [
-    "dose", "doses", "dosage", "dosing", "mg", "side effect", "side effects", "adverse", "adverse reactions",
-    "toxicity", "interaction", "interactions", "interact", "contraindicated", "contraindication",
-    "contraindications", "pregnancy", "pregnant", "breastfeeding", "lactation", "warning", "warnings",
-    "boxed warning", "overdose", "overdosage", "renal impairment", "hepatic impairment", "mechanism",
-    "how supplied", "storage", "qt", "monitoring", "label", "take with food",
-]  # fmt: skip
-_GUIDE_TASK = [
-    "diagnose", "diagnosis", "diagnosed", "diagnosing", "diagnostic", "test", "tests", "testing", "screen",
-    "screening", "regimen", "regimens", "treat", "treatment", "therapy", "manage", "management", "guideline", "guidelines",
-    "recommend", "recommended", "recommendation", "empiric", "outpatient", "inpatient", "icu", "severity",
-    "admission", "admit", "duration", "how long", "prevent", "prevention", "culture", "radiograph", "x-ray",
-    "who should", "first-line", "second-line", "criteria", "antibiotic", "antibiotics", "procalcitonin",
-    "detect", "confirm", "rule out", "ruled out", "eligible", "interpret", "specimen",
-]  # fmt: skip
-_DIAG_INTENT = [
-    "diagnose", "diagnosis", "diagnosed", "diagnosing", "diagnostic", "test", "tests", "testing", "detect",
-    "detection",
-    "confirm", "screen", "workup", "work-up", "rule out", "ruled out", "specimen", "identify the cause",
-]  # fmt: skip
-_DIAG_EVIDENCE = [
-    "culture", "radiograph", "x-ray", "test", "igra", "interferon-gamma", "smear",
-    "naat", "xpert", "sputum", "specimen", "tuberculin", "tst", "microscopy", "pcr", "blood culture",
-    "urinary antigen", "procalcitonin", "computed tomography", "imaging", "diagnos", "assay", "lf-lam",
-    "line probe", "dst", "susceptibility testing", "genotypic", "phenotypic", "aspirate", "stool", "lumbar",
-]  # fmt: skip
-_SECTION_GROUPS = {
-    "side effect": ["34084-4", "adverse reactions", "side effects"],
-    "adverse": ["34084-4", "adverse reactions", "side effects"],
-    "toxicity": ["34084-4", "43685-7", "34071-1", "adverse reactions", "warnings"],
-    "dose": ["34068-7", "dosage and administration", "dosing"],
-    "dosage": ["34068-7", "dosage and administration", "dosing"],
-    "dosing": ["34068-7", "dosage and administration", "dosing"],
-    "pregnan": ["43684-0", "42228-7", "specific populations", "pregnancy"],
-    "breastfeed": ["43684-0", "specific populations", "lactation"],
-    "lactation": ["43684-0", "specific populations", "lactation"],
-    "interact": ["34073-7", "drug interactions"],
-    "contraindicat": ["34070-3", "contraindications"],
-    "warning": ["34066-1", "43685-7", "34071-1", "boxed warning", "warnings"],
-    "boxed warning": ["34066-1", "boxed warning"],
-    "overdos": ["34088-5", "overdosage"],
-    "mechanism": ["34090-1", "clinical pharmacology", "mechanism"],
-    "indicat": ["34067-9", "indications"],
-    "food": ["34068-7", "dosage and administration"],
-    "meal": ["34068-7", "dosage and administration"],
-    # Guideline heading words (matched against a chunk's section title and path).
-    "how long": ["duration"],
-    "duration": ["duration"],
-    "regimen": ["regimen"],
-    "outpatient": ["outpatient"],
-    "inpatient": ["inpatient"],
-    "child": ["children", "paediatric", "pediatric"],
-    "paediatric": ["children", "paediatric", "pediatric"],
-    "pediatric": ["children", "paediatric", "pediatric"],
-    "monitor": ["monitoring"],
-    "interrupt": ["interruption"],
-    "diagnos": ["diagnos"],
-    "eligib": ["eligib", "exclusion"],
-    "exclu": ["exclusion", "eligib"],
-}
-_HIGH_RISK = [
-    "hiv", "aids", "carbapenem", "carbapenems", "meropenem", "imipenem", "vancomycin", "pregnancy", "pregnant",
-    "death", "mortality", "fatal", "contraindicated", "boxed warning", "hepatotoxicity", "hepatitis",
-    "qt prolongation", "torsades", "lactic acidosis", "seizures", "optic neuritis", "blindness", "children",
-    "pediatric", "corticosteroids", "steroids", "icu", "intubation", "surgery", "chemotherapy", "transplant",
-]  # fmt: skip
-_MEDICAL_TERMS = [
-    "tuberculosis", "pneumonia", "hiv", "aids", "hepatitis", "hepatotoxicity", "neuropathy", "optic neuritis",
-    "qt prolongation", "arrhythmia", "torsades", "diabetes", "cancer", "sepsis", "meningitis", "seizures",
-    "lactic acidosis", "myelosuppression", "thrombocytopenia", "anemia", "anaemia", "gout", "hyperuricemia",
-    "pancreatitis", "rash", "jaundice", "carbapenem", "vancomycin", "corticosteroids", "insulin", "warfarin",
-    "pregnancy", "ventilation", "intubation", "dialysis", "transplant", "chemotherapy", "surgery", "radiograph",
-    "culture", "sputum", "biopsy", "igra", "tst", "naat",
-]  # fmt: skip
-_GLOSSARY = {
-    "hepatotoxicity": "liver injury", "hepatotoxic": "harmful to the liver", "hepatic impairment":
-    "reduced liver function", "renal impairment": "reduced kidney function", "peripheral neuropathy":
-    "nerve damage in the hands and feet", "is contraindicated": "must not be used",
-    "are contraindicated": "must not be used", "contraindicated": "not to be used", "administered": "given",
-    "concomitant": "combined", "concomitantly": "together", "adverse reactions": "side effects",
-    "adverse reaction": "side effect", "orally": "by mouth", "intravenously": "through a drip into a vein",
-    "discontinue": "stop", "discontinued": "stopped", "discontinuation": "stopping", "initiate": "start",
-    "initiated": "started", "initiation": "start", "prophylaxis": "prevention", "efficacy": "benefit",
-    "prior to": "before", "approximately": "about", "elevated": "raised", "bacteriostatic":
-    "stops bacteria from growing", "bactericidal": "kills bacteria", "pulmonary": "lung", "empiric": "first",
-    "regimen": "treatment plan", "regimens": "treatment plans", "induration": "hard swelling", "pediatric":
-    "child", "paediatric": "child", "hypersensitivity": "allergy", "teratogenic": "harmful to an unborn baby",
-}  # fmt: skip
-# The shared English function words (core.text) and the words a guideline sentence carries no claim in.
-_STOPWORDS = sorted(STOPWORDS | {
-    "am", "because", "doing", "e.g", "etc", "having", "hers", "however", "i.e", "itself", "may", "might", "must",
-    "now", "shall", "should", "therefore", "use", "used", "using",
-})  # fmt: skip
 
 # Fitted on the train split of tests/data/guideline_qa_eval.json (`eval-guidelines --calibrate`), 2026-11-25.
 _CALIB_MODEL = {
@@ -144,12 +41,17 @@ class GuidelineQASettings(Group):
 
     # Router.
     domain_triggers: list[str] = Field(
-        _DOMAIN_TRIGGERS, description="Words/phrases that put a question in the TB/CAP domain (whole words)."
+        vocab.DOMAIN_TRIGGERS, description="Words/phrases that put a question in the TB/CAP domain (whole words)."
     )
-    drug_task_keywords: list[str] = Field(_DRUG_TASK, description="Task words of a drug-label question.")
-    guideline_task_keywords: list[str] = Field(_GUIDE_TASK, description="Task words of a guideline question.")
+    drug_task_keywords: list[str] = Field(
+        vocab.DRUG_TASK_KEYWORDS, description="Task words of a drug-label question."
+    )
+    guideline_task_keywords: list[str] = Field(
+        vocab.GUIDELINE_TASK_KEYWORDS, description="Task words of a guideline question."
+    )
     diagnosis_intent_keywords: list[str] = Field(
-        _DIAG_INTENT, description="Words that give a question diagnosis intent (switches on the diagnosis gate)."
+        vocab.DIAGNOSIS_INTENT_KEYWORDS,
+        description="Words that give a question diagnosis intent (switches on the diagnosis gate).",
     )
     concepts: dict[str, list[str]] = Field(
         vocab.CONCEPTS,
@@ -196,7 +98,7 @@ class GuidelineQASettings(Group):
         "section words, before the dense and BM25 rankings are fused and before the thresholds.",
     )
     section_groups: dict[str, list[str]] = Field(
-        _SECTION_GROUPS,
+        vocab.SECTION_GROUPS,
         description="Question keyword (prefix, lowercase) -> section group: LOINC codes or words matched against "
         "the section title/path. When one matched keyword contains another, only the longer one counts.",
     )
@@ -210,7 +112,8 @@ class GuidelineQASettings(Group):
         "(a mention inside another drug's label does not count). Guideline chunks need the name in title or text.",
     )
     diagnosis_keywords: list[str] = Field(
-        _DIAG_EVIDENCE, description="Diagnosis gate: a chunk must contain one of these (prefix match) in its window."
+        vocab.DIAGNOSIS_KEYWORDS,
+        description="Diagnosis gate: a chunk must contain one of these (prefix match) in its window.",
     )
     diagnosis_window_chars: int = Field(
         900, ge=1, description="Diagnosis gate: characters of chunk text inspected (plus its metadata)."
@@ -335,16 +238,18 @@ class GuidelineQASettings(Group):
         0.1, ge=0, le=1, description="A bullet whose best claim-snippet Jaccard is below this is unsupported."
     )
     high_risk_terms: list[str] = Field(
-        _HIGH_RISK, description="A bullet with one of these (whole words) absent from the evidence is rejected."
+        vocab.HIGH_RISK_TERMS,
+        description="A bullet with one of these (whole words) absent from the evidence is rejected.",
     )
     medical_terms: list[str] = Field(
-        _MEDICAL_TERMS,
+        vocab.MEDICAL_TERMS,
         description="Curated medical entities for the patient-summary guard (with drug names and abbreviations).",
     )
     patient_glossary: dict[str, str] = Field(
-        _GLOSSARY, description="Extractive patient summary: clinical phrase -> plain-language replacement."
+        vocab.PATIENT_GLOSSARY,
+        description="Extractive patient summary: clinical phrase -> plain-language replacement.",
     )
-    stopwords: list[str] = Field(_STOPWORDS, description="Words removed before token overlap and Jaccard.")
+    stopwords: list[str] = Field(vocab.STOPWORDS, description="Words removed before token overlap and Jaccard.")
 
     # Evaluation (`python -m core eval-guidelines`).
     eval_path: Path = Field(

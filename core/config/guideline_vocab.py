@@ -1,4 +1,4 @@
-"""Default vocabularies of Guideline QA: concepts, refusal patterns, answer slots (data only).
+"""Default vocabularies of Guideline QA: routing words, concepts, refusals, answer slots, gate terms (data only).
 
 These are the defaults of fields in :class:`core.config.guideline.GuidelineQASettings`
 (kept here so the settings module stays readable); change them through settings,
@@ -7,16 +7,29 @@ never by importing these names elsewhere.
 
 from __future__ import annotations
 
+from core.text import STOPWORDS as TEXT_STOPWORDS
+
 __all__ = [
     "CONCEPTS",
     "CONDITIONS",
+    "DIAGNOSIS_INTENT_KEYWORDS",
+    "DIAGNOSIS_KEYWORDS",
     "DOMAIN_STEMS",
+    "DOMAIN_TRIGGERS",
+    "DRUG_TASK_KEYWORDS",
+    "GUIDELINE_TASK_KEYWORDS",
+    "HIGH_RISK_TERMS",
+    "MEDICAL_TERMS",
     "NEGATION_CUES",
+    "PATIENT_GLOSSARY",
+    "POPULATIONS",
     "QUESTION_FILLER",
     "REFUSAL_MESSAGE",
     "REFUSAL_PATTERNS",
+    "SECTION_GROUPS",
     "SECTION_NAMES",
     "SLOT_PATTERNS",
+    "STOPWORDS",
     "YES_NO_STARTS",
 ]
 
@@ -161,3 +174,110 @@ SECTION_NAMES: dict[str, str] = {
     "43685-7": "warnings and precautions",
     "34088-5": "overdosage",
 }
+
+# Router: the domain and the task of a question (whole words or phrases).
+DOMAIN_TRIGGERS: list[str] = [
+    "tb", "tuberculosis", "tubercular", "mycobacterium", "mycobacterial", "ltbi", "latent", "mdr-tb", "rr-tb",
+    "xdr-tb", "pre-xdr", "mdr", "bpal", "bpalm", "igra", "quantiferon", "tst", "tuberculin", "mantoux", "sputum",
+    "afb", "smear", "xpert", "naat", "bcg", "pneumonia", "cap", "community-acquired", "pneumococcal",
+    "legionella", "curb-65", "crb-65", "psi", "antitubercular", "antituberculosis", "anti-tb",
+    "preventive treatment", "tpt", "rifamycin", "lower respiratory tract infection",
+    "hrze", "2hrze", "hpmz", "hpzm", "2hpzm", "3hp", "1hp", "3hr", "4r", "6h", "9h", "ltbi",
+]  # fmt: skip
+DRUG_TASK_KEYWORDS: list[str] = [
+    "dose", "doses", "dosage", "dosing", "mg", "side effect", "side effects", "adverse", "adverse reactions",
+    "toxicity", "interaction", "interactions", "interact", "contraindicated", "contraindication",
+    "contraindications", "pregnancy", "pregnant", "breastfeeding", "lactation", "warning", "warnings",
+    "boxed warning", "overdose", "overdosage", "renal impairment", "hepatic impairment", "mechanism",
+    "how supplied", "storage", "qt", "monitoring", "label", "take with food",
+]  # fmt: skip
+GUIDELINE_TASK_KEYWORDS: list[str] = [
+    "diagnose", "diagnosis", "diagnosed", "diagnosing", "diagnostic", "test", "tests", "testing", "screen",
+    "screening", "regimen", "regimens", "treat", "treatment", "therapy", "manage", "management", "guideline", "guidelines",
+    "recommend", "recommended", "recommendation", "empiric", "outpatient", "inpatient", "icu", "severity",
+    "admission", "admit", "duration", "how long", "prevent", "prevention", "culture", "radiograph", "x-ray",
+    "who should", "first-line", "second-line", "criteria", "antibiotic", "antibiotics", "procalcitonin",
+    "detect", "confirm", "rule out", "ruled out", "eligible", "interpret", "specimen",
+]  # fmt: skip
+# Diagnosis gate: words that give a question diagnosis intent, and those a chunk must then contain.
+DIAGNOSIS_INTENT_KEYWORDS: list[str] = [
+    "diagnose", "diagnosis", "diagnosed", "diagnosing", "diagnostic", "test", "tests", "testing", "detect",
+    "detection",
+    "confirm", "screen", "workup", "work-up", "rule out", "ruled out", "specimen", "identify the cause",
+]  # fmt: skip
+DIAGNOSIS_KEYWORDS: list[str] = [
+    "culture", "radiograph", "x-ray", "test", "igra", "interferon-gamma", "smear",
+    "naat", "xpert", "sputum", "specimen", "tuberculin", "tst", "microscopy", "pcr", "blood culture",
+    "urinary antigen", "procalcitonin", "computed tomography", "imaging", "diagnos", "assay", "lf-lam",
+    "line probe", "dst", "susceptibility testing", "genotypic", "phenotypic", "aspirate", "stool", "lumbar",
+]  # fmt: skip
+# Question keyword (prefix) -> the label sections (LOINC codes) and heading words its answer lives under.
+SECTION_GROUPS: dict[str, list[str]] = {
+    "side effect": ["34084-4", "adverse reactions", "side effects"],
+    "adverse": ["34084-4", "adverse reactions", "side effects"],
+    "toxicity": ["34084-4", "43685-7", "34071-1", "adverse reactions", "warnings"],
+    "dose": ["34068-7", "dosage and administration", "dosing"],
+    "dosage": ["34068-7", "dosage and administration", "dosing"],
+    "dosing": ["34068-7", "dosage and administration", "dosing"],
+    "pregnan": ["43684-0", "42228-7", "specific populations", "pregnancy"],
+    "breastfeed": ["43684-0", "specific populations", "lactation"],
+    "lactation": ["43684-0", "specific populations", "lactation"],
+    "interact": ["34073-7", "drug interactions"],
+    "contraindicat": ["34070-3", "contraindications"],
+    "warning": ["34066-1", "43685-7", "34071-1", "boxed warning", "warnings"],
+    "boxed warning": ["34066-1", "boxed warning"],
+    "overdos": ["34088-5", "overdosage"],
+    "mechanism": ["34090-1", "clinical pharmacology", "mechanism"],
+    "indicat": ["34067-9", "indications"],
+    "food": ["34068-7", "dosage and administration"],
+    "meal": ["34068-7", "dosage and administration"],
+    # Guideline heading words (matched against a chunk's section title and path).
+    "how long": ["duration"],
+    "duration": ["duration"],
+    "regimen": ["regimen"],
+    "outpatient": ["outpatient"],
+    "inpatient": ["inpatient"],
+    "child": ["children", "paediatric", "pediatric"],
+    "paediatric": ["children", "paediatric", "pediatric"],
+    "pediatric": ["children", "paediatric", "pediatric"],
+    "monitor": ["monitoring"],
+    "interrupt": ["interruption"],
+    "diagnos": ["diagnos"],
+    "eligib": ["eligib", "exclusion"],
+    "exclu": ["exclusion", "eligib"],
+}
+# Gates: high-risk words a bullet may not add to its evidence, and the entities the patient-summary guard checks.
+HIGH_RISK_TERMS: list[str] = [
+    "hiv", "aids", "carbapenem", "carbapenems", "meropenem", "imipenem", "vancomycin", "pregnancy", "pregnant",
+    "death", "mortality", "fatal", "contraindicated", "boxed warning", "hepatotoxicity", "hepatitis",
+    "qt prolongation", "torsades", "lactic acidosis", "seizures", "optic neuritis", "blindness", "children",
+    "pediatric", "corticosteroids", "steroids", "icu", "intubation", "surgery", "chemotherapy", "transplant",
+]  # fmt: skip
+MEDICAL_TERMS: list[str] = [
+    "tuberculosis", "pneumonia", "hiv", "aids", "hepatitis", "hepatotoxicity", "neuropathy", "optic neuritis",
+    "qt prolongation", "arrhythmia", "torsades", "diabetes", "cancer", "sepsis", "meningitis", "seizures",
+    "lactic acidosis", "myelosuppression", "thrombocytopenia", "anemia", "anaemia", "gout", "hyperuricemia",
+    "pancreatitis", "rash", "jaundice", "carbapenem", "vancomycin", "corticosteroids", "insulin", "warfarin",
+    "pregnancy", "ventilation", "intubation", "dialysis", "transplant", "chemotherapy", "surgery", "radiograph",
+    "culture", "sputum", "biopsy", "igra", "tst", "naat",
+]  # fmt: skip
+# Extractive patient summary: clinical phrase -> plain language.
+PATIENT_GLOSSARY: dict[str, str] = {
+    "hepatotoxicity": "liver injury", "hepatotoxic": "harmful to the liver", "hepatic impairment":
+    "reduced liver function", "renal impairment": "reduced kidney function", "peripheral neuropathy":
+    "nerve damage in the hands and feet", "is contraindicated": "must not be used",
+    "are contraindicated": "must not be used", "contraindicated": "not to be used", "administered": "given",
+    "concomitant": "combined", "concomitantly": "together", "adverse reactions": "side effects",
+    "adverse reaction": "side effect", "orally": "by mouth", "intravenously": "through a drip into a vein",
+    "discontinue": "stop", "discontinued": "stopped", "discontinuation": "stopping", "initiate": "start",
+    "initiated": "started", "initiation": "start", "prophylaxis": "prevention", "efficacy": "benefit",
+    "prior to": "before", "approximately": "about", "elevated": "raised", "bacteriostatic":
+    "stops bacteria from growing", "bactericidal": "kills bacteria", "pulmonary": "lung", "empiric": "first",
+    "regimen": "treatment plan", "regimens": "treatment plans", "induration": "hard swelling", "pediatric":
+    "child", "paediatric": "child", "hypersensitivity": "allergy", "teratogenic": "harmful to an unborn baby",
+}  # fmt: skip
+# The shared English function words (core.text) and the words a guideline sentence carries no claim in.
+STOPWORDS: list[str] = sorted(TEXT_STOPWORDS | {
+    "am", "because", "doing", "e.g", "etc", "having", "hers", "however", "i.e", "itself", "may", "might", "must",
+    "now", "shall", "should", "therefore", "use", "used", "using",
+})  # fmt: skip
