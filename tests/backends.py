@@ -27,10 +27,12 @@ __all__ = [
     "PG_ENV",
     "PG_SKIP",
     "PgCluster",
+    "backend",
     "backend_params",
     "pg_cluster",
     "pg_tpl",
     "pg_url_or_skip",
+    "rw",
     "writable_runtime",
 ]
 
@@ -156,3 +158,17 @@ def writable_runtime(
         return open_runtime(make_settings(root, **overrides))
     cluster, tpl = request.getfixturevalue("pg_cluster"), request.getfixturevalue("pg_tpl")
     return pg_runtime(cluster, tpl, root, f"w{uuid.uuid4().hex[:8]}", **overrides)
+
+
+@pytest.fixture(scope="module", params=backend_params())
+def backend(request: pytest.FixtureRequest) -> str:
+    """``sqlite``, then ``postgres``: a suite whose fixtures take ``backend`` runs once on each."""
+    return str(request.param)
+
+
+@pytest.fixture()
+def rw(backend: str, request: pytest.FixtureRequest, demo_root: Path, tmp_path: Path) -> Iterator[Runtime]:
+    """A private writable copy of the demo store on ``backend``."""
+    rt = writable_runtime(backend, request, demo_root, tmp_path)
+    yield rt
+    rt.db.dispose()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,20 +13,7 @@ from core.answer.records import audit as legacy_audit
 from core.errors import ImmutableRecordError
 from core.runtime import Runtime
 from core.store.models import AuditLog
-from tests.backends import backend_params, writable_runtime
 from tests.rec_workers import run_children
-
-
-@pytest.fixture(scope="module", params=backend_params())
-def backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture()
-def rw(backend: str, request: pytest.FixtureRequest, demo_root: Path, tmp_path: Path) -> Iterator[Runtime]:
-    rt = writable_runtime(backend, request, demo_root, tmp_path)
-    yield rt
-    rt.db.dispose()
 
 
 def _rows(rt: Runtime) -> list[AuditLog]:

@@ -26,13 +26,8 @@ from core.errors import ImmutableRecordError, NotFoundError, RateLimitedError, R
 from core.reports import DraftText, amend_report, save_draft, sign_draft
 from core.runtime import Runtime, open_runtime
 from core.store.models import HistoricalCase, RateLimitHit, Report, ReportDraft, Scan, User
-from tests.backends import backend_params, pg_runtime, writable_runtime
+from tests.backends import pg_runtime
 from tests.conftest import make_settings, scan_of
-
-
-@pytest.fixture(scope="module", params=backend_params())
-def backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
 
 
 @pytest.fixture(scope="module")
@@ -45,14 +40,6 @@ def ro(
     else:
         cluster, tpl = request.getfixturevalue("pg_cluster"), request.getfixturevalue("pg_tpl")
         rt = pg_runtime(cluster, tpl, tmp_path_factory.mktemp("pgro"), "ro")
-    yield rt
-    rt.db.dispose()
-
-
-@pytest.fixture()
-def rw(backend: str, request: pytest.FixtureRequest, demo_root: Path, tmp_path: Path) -> Iterator[Runtime]:
-    """A private writable copy of the demo store."""
-    rt = writable_runtime(backend, request, demo_root, tmp_path)
     yield rt
     rt.db.dispose()
 

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,21 +21,8 @@ from core.errors import AccessDeniedError, ConflictError, ImmutableRecordError, 
 from core.reports import DraftText, amend_report, save_draft, sign_draft, verify_reports
 from core.runtime import Runtime
 from core.store.models import Report, ReportDraft, User
-from tests.backends import backend_params, writable_runtime
 from tests.conftest import scan_of
 from tests.rec_workers import run_children
-
-
-@pytest.fixture(scope="module", params=backend_params())
-def backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture()
-def rw(backend: str, request: pytest.FixtureRequest, demo_root: Path, tmp_path: Path) -> Iterator[Runtime]:
-    rt = writable_runtime(backend, request, demo_root, tmp_path)
-    yield rt
-    rt.db.dispose()
 
 
 def _user(rt: Runtime, username: str) -> int:

@@ -10,8 +10,6 @@ import dataclasses
 import statistics
 import time
 from collections import Counter
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,21 +30,8 @@ from core.reports import DraftText, save_draft, sign_draft
 from core.runtime import Runtime
 from core.sessions import create_session, resolve_session, revoke_all_sessions, revoke_session, token_hash
 from core.store.models import AuditLog, LoginAttempt, Scan, User, UserSession
-from tests.backends import backend_params, writable_runtime
 from tests.conftest import scan_of
 from tests.rec_workers import run_children
-
-
-@pytest.fixture(scope="module", params=backend_params())
-def backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture()
-def rw(backend: str, request: pytest.FixtureRequest, demo_root: Path, tmp_path: Path) -> Iterator[Runtime]:
-    rt = writable_runtime(backend, request, demo_root, tmp_path)
-    yield rt
-    rt.db.dispose()
 
 
 def _user(rt: Runtime, username: str) -> CurrentUser:
