@@ -14,24 +14,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Literal
 
+from core.answer.cues import CUES, SHORT_WORDS, SHORTHAND, Intent
 from core.answer.lexicon import AMBIGUOUS_ABBREVIATIONS, Entity, correct_token, surface_index
 
 __all__ = ["EVENTS", "SEVERITIES", "Event", "Intent", "Understanding", "normalise", "understand"]
-
-Intent = Literal[
-    "outcomes",
-    "count",
-    "differential",
-    "severity",
-    "prior",
-    "why_similar",
-    "treatment",
-    "prediction",
-    "general_knowledge",
-    "summary",
-]
 
 
 @dataclass(frozen=True)
@@ -64,83 +51,6 @@ EVENTS: tuple[Event, ...] = (
 )
 SEVERITIES = ("critical", "high", "moderate", "low")
 
-_SHORTHAND = (
-    (r"\bf/u\b", " follow-up "),
-    (r"\bc/w\b", " compared with "),
-    (r"\bw/o\b", " without "),
-    (r"\bw/", " with "),
-    (r"\br/o\b", " rule out "),
-    (r"\bh/o\b", " history of "),
-    (r"\bs/p\b", " status post "),
-    (r"#\s*(?:of\b)?", " number of "),
-    (r"\bno\.\s*(?:of\b)?", " number of "),
-    (r"\bvs\.?\b", " versus "),
-    (r"\b5-?yr\b", " five year "),
-)
-_WORDS = {
-    "pt": "patient", "pts": "patients", "px": "prognosis", "dx": "diagnosis", "ddx": "differential",
-    "tx": "treatment", "rx": "treatment", "mgmt": "management", "sim": "similar", "sev": "severity",
-    "abx": "antibiotics", "recs": "recommendations", "r": "are", "u": "you", "wud": "would", "wat": "what",
-    "wats": "what is", "wy": "why", "y": "why", "wil": "will", "whats": "what is", "hows": "how is", "ur": "your", "gonna": "going to", "hx": "history",
-    "prev": "previous", "approx": "approximately", "yrs": "years", "yr": "year", "imgs": "images", "ct": "ct",
-}
-
-# Cue patterns per intent, checked in this order (the first that matches wins).
-_CUES: tuple[tuple[Intent, str], ...] = (
-    (
-        "treatment",
-        r"\b(treat\w*|therap\w*|manag\w*|medicat\w*|medicines?|drugs?|doses?|dosing|dosage|prescri\w*|antibiotics?|steroids?|"
-        r"inhalers?|bronchodilat\w*|rehab\w*|physio\w*|surg\w*|\w+ectomy|\w+otomy|drains?|thromboly\w*|alteplase|"
-        r"tpa|tamoxifen|chemo\w*|radiotherap\w*|radiation therapy|ablation|tace|laser|anti-?vegf|injections?|"
-        r"excision|excise|margins?|dmt|disease-modifying|regimen|candidate for|next step|operat\w*|"
-        r"(?:should|shall|can|do) (?:we|i|he|she|they) (?:start|give|go on|insert|use|stop|continue|switch)|"
-        r"should (?:he|she|they|the patient) (?:go on|be (?:given|started|put))|what should we give|"
-        r"recommendations? for (?:this|the) patient|\w+(?:mab|nib|cillin|mycin|pril|olol|statin|parin|xaban|plase))\b",
-    ),
-    (
-        "general_knowledge",
-        r"\b(literature|studies (?:show|say|suggest)|research|study shows?|published|trials?|guidelines?|in general|general population|"
-        r"incidence|prevalence|sensitivity|specificity|pathophysiology|aetiology|etiology|epidemiology|"
-        r"worldwide|globally|nationally|textbook|evidence says|what causes|define|definition of|"
-        r"what (?:is|are) (?:a|an) (?!good|close|similar)\w+|what does \w+ mean)\b",
-    ),
-    (
-        "prediction",
-        r"\b(will (?:he|she|they|this patient|the patient|this pt|it) |going to be|chances?|odds|"
-        r"is (?:he|she|this patient|the patient) likely|likely to (?:survive|recover|die))",
-    ),
-    (
-        "count",
-        r"\b(how many|how (?:often|frequently)|number of|what (?:proportion|fraction|percentage|share)|"
-        r"what % |count of|any of them .* how many|out of the)\b",
-    ),
-    (
-        "prior",
-        r"\b(prior|previous\w*|before|earlier|last (?:time|scan|study|imaging|report|exam|mri|ct|cxr|x-ray|film|visit)|"
-        r"interval|"
-        r"since (?:the )?last|old report|baseline|getting worse|change since|change from)\b",
-    ),
-    (
-        "why_similar",
-        r"\b(why (?:are|were|is|these|those|this|the)\b.*\b(similar|match\w*|picked|chosen|cases)|"
-        r"what makes (?:them|these|it)|how (?:close|good|similar|reliable) (?:are|were|is)|similarity scores?)",
-    ),
-    (
-        "severity",
-        r"\b(sever\w*|critical\w*|serious\w*|worried|worry|concern\w*|sick|how bad|urgent\w*|emergenc\w*|worst|"
-        r"life-?threatening|acuity)\b",
-    ),
-    (
-        "differential",
-        r"\b(diagnos\w*|differential|what else|agree\w*|is (?:this|it) really|consistent with|could (?:this|it) be|"
-        r"confiden\w*|ai (?:read|reading)|rule out|likely diagnosis|what is this|is (?:this|it) (?:a |an )?\w+)",
-    ),
-    (
-        "outcomes",
-        r"\b(outcome\w*|prognos\w*|course|happen\w*|turn(?:ed)? out|do over time|how (?:did|do|does) .* do|"
-        r"recover\w*|surviv\w*|follow-up|fare|end(?:ed)? up|results?)\b",
-    ),
-)
 # Measurements, grades and scores no bundle records (the evidence has diagnoses, outcomes, severities, reports).
 _ATTRIBUTE = re.compile(
     r"\b(size|how big|how large|big|large|diameter|measure\w*|volume|\d+ ?(?:mm|cm)|bi-?rads|gleason|breslow|"
@@ -202,8 +112,8 @@ class Understanding:
 
 @cache
 def _vocabulary() -> tuple[str, ...]:
-    words: set[str] = set(_COMMON) | set(_WORDS.values())
-    for _, pattern in _CUES:  # whole cue words only: a stem ("medicat" of "medicat\\w*") is no spelling
+    words: set[str] = set(_COMMON) | set(SHORT_WORDS.values())
+    for _, pattern in CUES:  # whole cue words only: a stem ("medicat" of "medicat\\w*") is no spelling
         words |= {m.group(0) for m in re.finditer(r"[a-z]{4,}", pattern) if pattern[m.end() : m.end() + 2] != "\\w"}
     for s in surface_index():
         words |= set(s.split())
@@ -239,7 +149,7 @@ def _single_surfaces() -> tuple[str, ...]:
 def normalise(question: str) -> tuple[str, dict[str, str]]:
     """Lower-case text with shorthand expanded and misspellings corrected; also the corrections made."""
     text = question.lower()
-    for pattern, repl in _SHORTHAND:
+    for pattern, repl in SHORTHAND:
         text = re.sub(pattern, repl, text)
     tokens = re.findall(r"[a-z0-9%]+(?:[-'][a-z0-9]+)*|[?]", text)
     vocab = _vocabulary()
@@ -247,7 +157,7 @@ def normalise(question: str) -> tuple[str, dict[str, str]]:
     corrected: dict[str, str] = {}
     out: list[str] = []
     for tok in tokens:
-        word = _WORDS.get(tok, tok)
+        word = SHORT_WORDS.get(tok, tok)
         if word == tok and tok not in known and "-" not in tok:
             # A disease-shaped word is corrected only to a whole condition name, never to part of one.
             fixed = correct_token(tok, _single_surfaces() if _SUFFIX.search(tok) else vocab)
@@ -298,7 +208,7 @@ def understand(question: str) -> Understanding:
     """Intent, entities, unknown condition names and the count target of ``question``."""
     text, corrected = normalise(question)
     intent: Intent = "summary"
-    for name, pattern in _CUES:
+    for name, pattern in CUES:
         if re.search(pattern, text):
             intent = name
             break
