@@ -15,7 +15,7 @@ from sqlalchemy import select
 from core.demo.seed import seed_demo
 from core.runtime import Runtime, open_runtime
 from core.settings import Settings, load_settings
-from core.store.models import Scan, User
+from core.store.models import Report, Scan, User, utcnow
 
 # tests.backends: one PostgreSQL cluster and one demo template database for the whole session,
 # shared by every module (a template per module re-read the demo SQLite file late in the run).
@@ -89,3 +89,30 @@ def scan_of(rt: Runtime, username: str, index: int = -1) -> str:
             .order_by(Scan.created_at)
         ).all()
     return ids[index]
+
+
+def plant_signed_report(rt: Runtime, text: str) -> str:
+    """Sign ``text`` as dr.chen's report of Rahul Mehta's oldest scan, straight into the table.
+
+    Returns his newest scan, whose context bundle holds the report as a prior one.
+    """
+    with rt.db.read_only() as s:
+        doctor = int(s.scalar(select(User.id).where(User.username == "dr.chen")) or 0)
+    with rt.db.session() as s:
+        scans = s.scalars(
+            select(Scan)
+            .join(User, User.id == Scan.patient_id)
+            .where(User.username == "rahul.mehta")
+            .order_by(Scan.created_at)
+        ).all()
+        s.add(
+            Report(
+                scan_id=scans[0].id,
+                author_id=doctor,
+                findings=text,
+                impression=text,
+                recommendations="",
+                signed_at=utcnow(),
+            )
+        )
+        return scans[-1].id

@@ -29,8 +29,8 @@ from core.errors import CasebookError, DocumentError, InvalidInputError
 from core.llm.factory import make_llm
 from core.runtime import Runtime, open_runtime
 from core.store.db import Database
-from core.store.models import HistoricalCase, Report, Scan, User, utcnow
-from tests.conftest import make_settings, scan_of
+from core.store.models import HistoricalCase, User
+from tests.conftest import make_settings, plant_signed_report, scan_of
 from tests.llm_server import FakeLLMServer
 
 PROPS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -88,24 +88,7 @@ def test_model_obeying_an_injection_is_overruled(abuse_rt: Runtime, attack: str)
 
 def _store_injected_report(rt: Runtime) -> tuple[str, BundleResult]:
     """A signed prior report whose text is an injection; returns the later scan and its bundle."""
-    with rt.db.session() as s:
-        scans = s.scalars(
-            select(Scan)
-            .join(User, User.id == Scan.patient_id)
-            .where(User.username == "rahul.mehta")
-            .order_by(Scan.created_at)
-        ).all()
-        s.add(
-            Report(
-                scan_id=scans[0].id,
-                author_id=_doctor(rt),
-                findings=INJECTIONS[0],
-                impression=INJECTIONS[0],
-                recommendations="",
-                signed_at=utcnow(),
-            )
-        )
-        sid = scans[-1].id
+    sid = plant_signed_report(rt, INJECTIONS[0])
     result = build_context_bundle(rt, sid)
     assert result.bundle is not None and any(r.findings == INJECTIONS[0] for r in result.bundle.priorReports)
     return sid, result

@@ -24,8 +24,8 @@ from core.llm.factory import make_llm
 from core.privacy.egress import Egress
 from core.runtime import Runtime, open_runtime
 from core.settings import load_settings
-from core.store.models import AuditLog, Report, Scan, User, utcnow
-from tests.conftest import make_settings, scan_of
+from core.store.models import AuditLog, User
+from tests.conftest import make_settings, plant_signed_report, scan_of
 from tests.llm_server import FakeLLMServer
 
 PLANTED_REPORT = (
@@ -50,35 +50,13 @@ def _doctor(rt: Runtime) -> int:
         return int(s.scalar(select(User.id).where(User.username == "dr.chen")) or 0)
 
 
-def _plant_prior_report(rt: Runtime, text: str) -> str:
-    """Sign ``text`` as a report of Rahul Mehta's oldest scan; returns his newest scan (whose bundle holds it)."""
-    with rt.db.session() as s:
-        scans = s.scalars(
-            select(Scan)
-            .join(User, User.id == Scan.patient_id)
-            .where(User.username == "rahul.mehta")
-            .order_by(Scan.created_at)
-        ).all()
-        s.add(
-            Report(
-                scan_id=scans[0].id,
-                author_id=_doctor(rt),
-                findings=text,
-                impression=text,
-                recommendations="",
-                signed_at=utcnow(),
-            )
-        )
-        return scans[-1].id
-
-
 def _payloads(server: FakeLLMServer) -> str:
     return "\n".join(r.text() for r in server.requests).casefold()
 
 
 # -- free text of a signed prior report ---------------------------------------------------------------
 def test_a_signed_report_with_identifiers_leaves_de_identified(llm_rt: Runtime, llm_server: FakeLLMServer) -> None:
-    sid = _plant_prior_report(llm_rt, PLANTED_REPORT)
+    sid = plant_signed_report(llm_rt, PLANTED_REPORT)
     ask_question(llm_rt, sid, "What do similar cases show?", _doctor(llm_rt), make_llm(llm_rt.settings))
     sent = _payloads(llm_server)
     assert llm_server.requests and "emphysema" in sent  # the clinical text itself still leaves
@@ -100,7 +78,7 @@ def test_a_signed_report_with_identifiers_leaves_de_identified(llm_rt: Runtime, 
 def test_disguised_identifiers_in_report_text_are_scrubbed(
     llm_rt: Runtime, llm_server: FakeLLMServer, planted: str, secret: str
 ) -> None:
-    sid = _plant_prior_report(llm_rt, f"{planted} Hyperinflated lungs.")
+    sid = plant_signed_report(llm_rt, f"{planted} Hyperinflated lungs.")
     ask_question(llm_rt, sid, "What do similar cases show?", _doctor(llm_rt), make_llm(llm_rt.settings))
     assert llm_server.requests and secret not in _payloads(llm_server).replace("\u200b", "")
 
