@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import shutil
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +16,7 @@ from sqlalchemy import select
 
 from core.demo.seed import seed_demo
 from core.runtime import Runtime, open_runtime
-from core.settings import Settings, load_settings
+from core.settings import REPO_ROOT, Settings, load_settings
 from core.store.models import Report, Scan, User, utcnow
 
 # tests.backends: one PostgreSQL cluster and one demo template database for the whole session,
@@ -116,3 +118,22 @@ def plant_signed_report(rt: Runtime, text: str) -> str:
             )
         )
         return scans[-1].id
+
+
+def run_cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m core ARGS`` as a user runs it (a subprocess, test preset) over the database under ``root``."""
+    env = {
+        **os.environ,
+        "CASEBOOK_PRESET": "test",
+        "CASEBOOK_PATHS__DATA_DIR": str(root / "data"),
+        "CASEBOOK_PATHS__INDEX_DIR": str(root / "indexes"),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "core", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO_ROOT,
+        timeout=300,
+        check=False,
+    )

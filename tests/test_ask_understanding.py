@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 
 import pytest
 from sqlalchemy import select
@@ -31,7 +28,7 @@ from core.llm.factory import make_llm
 from core.runtime import Runtime, open_runtime
 from core.settings import REPO_ROOT
 from core.store.models import User
-from tests.conftest import make_settings, scan_of
+from tests.conftest import make_settings, run_cli, scan_of
 from tests.llm_server import FakeLLMServer
 
 QUESTIONS = REPO_ROOT / "tests" / "data" / "doctor_questions.json"
@@ -221,21 +218,8 @@ def test_streamed_question_is_in_history_before_the_answer(fresh: Runtime) -> No
 
 
 def test_cli_ask_json_adds_intent(fresh: Runtime) -> None:
-    env = {
-        **os.environ,
-        "CASEBOOK_PRESET": "test",
-        "CASEBOOK_PATHS__DATA_DIR": str(fresh.settings.paths.data_dir),
-        "CASEBOOK_PATHS__INDEX_DIR": str(fresh.settings.paths.index_dir),
-    }
-    proc = subprocess.run(
-        [sys.executable, "-m", "core", "ask", scan_of(fresh, "imran.khan"), "how many died?", "--extractive", "--json"],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=REPO_ROOT,
-        timeout=300,
-        check=False,
-    )
+    root = fresh.settings.paths.data_dir.parent
+    proc = run_cli(root, "ask", scan_of(fresh, "imran.khan"), "how many died?", "--extractive", "--json")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert {"answer", "citedCaseIds", "confidence", "intent"} <= set(out) and out["intent"] == "count"

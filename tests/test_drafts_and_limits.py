@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing as mp
-import os
 import subprocess
-import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -20,10 +18,9 @@ from core.errors import ConflictError, ImmutableRecordError, InvalidInputError, 
 from core.reports import DraftText, amend_report, save_draft, sign_draft
 from core.reports.writer import generate_report_draft
 from core.runtime import Runtime
-from core.settings import REPO_ROOT
 from core.store.db import Database
 from core.store.models import RateLimitHit, Report, ReportDraft, User
-from tests.conftest import scan_of
+from tests.conftest import run_cli, scan_of
 
 
 def _count(rt: Runtime, model: type) -> int:
@@ -137,24 +134,10 @@ def test_rate_limit_window_expires(fresh: Runtime) -> None:
 
 
 def test_ask_and_draft_cli(demo_root: Path, fresh: Runtime) -> None:
-    env = {
-        **os.environ,
-        "CASEBOOK_PRESET": "test",
-        "CASEBOOK_PATHS__DATA_DIR": str(fresh.settings.paths.data_dir),
-        "CASEBOOK_PATHS__INDEX_DIR": str(fresh.settings.paths.index_dir),
-    }
     sid = scan_of(fresh, "imran.khan")
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "core", *args],
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=REPO_ROOT,
-            timeout=300,
-            check=False,
-        )
+        return run_cli(fresh.settings.paths.data_dir.parent, *args)
 
     ask = json.loads(run("ask", sid, "What is the prognosis?", "--extractive", "--json").stdout)
     assert ask["citedCaseIds"] and ask["confidence"] in {"high", "medium", "low"} and ask["path"] == "extractive"
