@@ -84,13 +84,16 @@ def test_query_augmentations_from_yaml(tmp_path: Path) -> None:
         QueryProcessor([{"type": "translate"}])
 
 
-def pubmed_corpus(settings: Settings) -> StaticRetriever:
+class PubmedCorpus(StaticRetriever):
     """A corpus retriever named by import path in ``selfrag.corpus`` (as a PubMed-style corpus would be)."""
-    return StaticRetriever([Passage("p1", "pubmed abstract")])
+
+    def __init__(self, settings: Settings) -> None:
+        super().__init__([Passage("p1", "pubmed abstract")])
 
 
-def cli_corpus(settings: Settings) -> StaticRetriever:
-    return StaticRetriever([Passage("p1", "a test passage")])
+class CliCorpus(StaticRetriever):
+    def __init__(self, settings: Settings) -> None:
+        super().__init__([Passage("p1", "a test passage")])
 
 
 def _retriever(settings: Settings) -> KBRetriever:
@@ -99,13 +102,13 @@ def _retriever(settings: Settings) -> KBRetriever:
 
 
 def test_named_corpus_plugs_in_through_the_retriever_protocol(tmp_path: Path) -> None:
-    path = f"{__name__}:pubmed_corpus"
+    path = f"{__name__}:PubmedCorpus"
     retriever = _retriever(make_settings(tmp_path, selfrag={"corpus": path}))
     assert retriever.retrieve("abstract", 1) == [Passage("p1", "pubmed abstract", source=f"{path}:", score=1.0)]
     with pytest.raises(ConfigError, match="nope"):
         _retriever(make_settings(tmp_path, selfrag={"corpus": "nope"}))
-    with pytest.raises(ConfigError, match="no importable function"):
-        _retriever(make_settings(tmp_path, selfrag={"corpus": f"{__name__}:missing"}))
+    with pytest.raises(ConfigError, match="has no class Missing"):
+        _retriever(make_settings(tmp_path, selfrag={"corpus": f"{__name__}:Missing"}))
 
 
 def _script(llm_server: FakeLLMServer, letter: str) -> None:
@@ -233,7 +236,7 @@ def test_cli_eval_mcq(llm_server: FakeLLMServer, tmp_path: Path, capsys: pytest.
     assert (result["dataset"], result["mode"], result["n"], result["unanswered"]) == ("med_qa", "no-retrieval", 3, 0)
     assert len(out.read_text().splitlines()) == 3
     plot = tmp_path / "cmp.png"
-    args = _parser().parse_args(["--preset", "test", "--set", f"selfrag.corpus={__name__}:cli_corpus", *argv, *run[:4],
+    args = _parser().parse_args(["--preset", "test", "--set", f"selfrag.corpus={__name__}:CliCorpus", *argv, *run[:4],
                                  "--modes", "no-retrieval", "always", "--out", str(out), "--plot", str(plot)])  # fmt: skip
     assert args.func(args) == 0
     text = capsys.readouterr().out

@@ -124,7 +124,7 @@ class SelfRagSettings(Group):
         description="What Self-RAG retrieves from. `auto`: every corpus ingested with `kb ingest-corpus` (fused by "
         "RRF) when there is one, else the knowledge bases in `kbs` (the demo KBs are off-topic for benchmark "
         "questions). Ingested corpora by name, several joined by `+` (`pubmed+textbooks`; see docs/LARGE_CORPORA.md), "
-        "or a retriever's import path `module:function` (called with the settings). Empty: always the knowledge bases.",
+        "or a retriever class `package.module:ClassName` (built with the settings). Empty: always the knowledge bases.",
     )
     search_mode: Literal["hybrid", "dense", "bm25"] = Field("hybrid", description="Knowledge-base search mode.")
 

@@ -1,7 +1,8 @@
 """Compose the pipeline from parts passed in; :mod:`core.runtime` builds the shared ones (model, indexes).
 
 ``selfrag.corpus`` picks the retriever (:func:`make_retriever`): the knowledge
-bases, ingested corpora by name, or a ``module:function`` import path, so a
+bases, ingested corpora by name, or a ``package.module:ClassName`` import path
+(:mod:`core.plugins`, the hook the model and embedder factories end with), so a
 PubMed-style corpus attached later plugs in through the same
 :class:`~core.kb.protocols.Retriever` protocol as the knowledge bases, without
 a process-wide registry.
@@ -9,12 +10,11 @@ a process-wide registry.
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from core.errors import ConfigError
 from core.llm.budget import feature_budget
+from core.plugins import build_from_import_path, is_import_path
 from core.selfrag.critic import Critic, JudgeCritic, LLMReflectionCritic
 from core.selfrag.generate import Generator, LLMGenerator
 from core.selfrag.pipeline import SelfRagPipeline
@@ -29,36 +29,21 @@ if TYPE_CHECKING:
 
 __all__ = ["build_pipeline", "load_reflection_model", "make_retriever", "needs_llm"]
 
-CorpusFactory = Callable[["Settings"], "Retriever"]
-
-
-def _import_factory(path: str) -> CorpusFactory:
-    """The function ``module:function`` names (it takes the settings and returns a retriever)."""
-    module, _, attr = path.partition(":")
-    try:
-        factory = getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError(
-            f"selfrag.corpus {path!r} names no importable function ({exc})",
-            hint="Write module:function, the function taking the settings and returning a retriever.",
-        ) from exc
-    if not callable(factory):
-        raise ConfigError(f"selfrag.corpus {path!r} is not a function")
-    return factory
-
-
 def make_retriever(settings: Settings, kb: Retriever, corpora: Retriever) -> KBRetriever:
     """The retriever ``selfrag.corpus`` names (see its description) over the runtime's ``kb`` or ``corpora``.
 
-    ``auto`` picks every ingested corpus when there is one; ``module:function``
-    searches the retriever that function returns for the settings (its
-    knowledge base ``module:function``, in ``selfrag.search_mode``); ``A+B``
-    fuses ingested corpora by RRF.
+    ``auto`` picks every ingested corpus when there is one; ``package.module:ClassName``
+    searches ``ClassName(settings)``, a :class:`~core.kb.protocols.Retriever` (its
+    knowledge base named by the path, in ``selfrag.search_mode``); ``A+B`` fuses
+    ingested corpora by RRF.
     """
     s = settings.selfrag
     if s.corpus:
-        if ":" in s.corpus:
-            return KBRetriever(_import_factory(s.corpus)(settings), [s.corpus], s.search_mode)
+        if is_import_path(s.corpus):
+            from core.kb.protocols import Retriever
+
+            named = build_from_import_path(s.corpus, "selfrag.corpus", Retriever, settings)  # type: ignore[type-abstract]
+            return KBRetriever(named, [s.corpus], s.search_mode)
         from core.kb.corpus.layout import corpus_names
 
         ingested = corpus_names(settings.paths.resolve(settings.paths.index_dir))
@@ -70,7 +55,7 @@ def make_retriever(settings: Settings, kb: Retriever, corpora: Retriever) -> KBR
         else:
             raise ConfigError(
                 f"Unknown selfrag.corpus {s.corpus!r} (ingested: {', '.join(ingested) or 'none'})",
-                hint="Name ingested corpora (A+B), `auto`, or a retriever's import path (module:function).",
+                hint="Name ingested corpora (A+B), `auto`, or a retriever class (package.module:ClassName).",
             )
     return KBRetriever(kb, s.kbs, s.search_mode)
 
