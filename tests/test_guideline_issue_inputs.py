@@ -66,8 +66,8 @@ PRINCIPLES = hit(
     "ltbi#principles",
     "All current tests measure the immune memory of M. tuberculosis antigens. A negative result does not exclude "
     "infection, and a positive result does not distinguish latent infection from active disease.",
-    title="Testing for Latent Tuberculosis Infection", section_title="Tests for TB Infection",
-    section_path=("Tests for TB Infection",),
+    title="Testing for Latent Tuberculosis Infection", section_title="Interpreting TST and IGRA results",
+    section_path=("Interpreting TST and IGRA results",),
 )  # fmt: skip
 
 
@@ -138,6 +138,10 @@ def test_a_result_meaning_question_quotes_what_the_result_means() -> None:
     assert ranked("What does a positive IGRA mean?", [IGRA])[0].startswith("A positive IGRA means")
     assert not any(s.startswith("A negative IGRA") for s in ranked("What does a positive IGRA mean?", [IGRA]))
     assert ranked("What does a negative IGRA mean?", [IGRA])[0].startswith("A negative IGRA does not exclude")
+    # the focus is the test, not the result: another test's positive result is no answer about an IGRA
+    viral = hit("cap#viral", "A positive viral test does not exclude bacterial co-infection.",
+                title="Diagnostic Testing in Pneumonia", section_title="Respiratory viruses")  # fmt: skip
+    assert not any("viral" in s for s in ranked("What does a positive IGRA mean?", [viral, IGRA]))
 
 
 @pytest.fixture

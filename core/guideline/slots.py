@@ -104,9 +104,14 @@ def question_slot(question: str, cfg: GuidelineQASettings, drug_names: Collectio
     name = next((s for s, pats in cfg.slot_patterns.items() if any(re.search(p, lowered) for p in pats)), None)
     first = re.findall(r"[a-z']+", lowered)[:1]
     terms = focus_prefixes(question, cfg, drug_names, with_concepts=False)
+    focus = focus_prefixes(question, cfg, drug_names)
     result = asked_result(question) if name == "result_meaning" else None
-    return Slot(name, bool(first) and first[0] in cfg.yes_no_starts, focus_prefixes(question, cfg, drug_names), terms,
-                asked_condition(question, cfg), result)  # fmt: skip
+    if name == "result_meaning":  # the focus is the test: "positive" alone finds every other test's result
+        drop = {word_prefix(w, cfg.focus_prefix) for w in ("positive", "negative", "indeterminate", "borderline")}
+        drop |= {word_prefix(m.lower(), cfg.focus_prefix) for m in _RESULT.findall(question)}
+        focus, terms = focus - drop, terms - drop
+    return Slot(name, bool(first) and first[0] in cfg.yes_no_starts, focus, terms, asked_condition(question, cfg),
+                result)  # fmt: skip
 
 
 def asked_condition(question: str, cfg: GuidelineQASettings) -> str | None:
