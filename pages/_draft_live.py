@@ -16,21 +16,23 @@ from typing import TYPE_CHECKING
 import streamlit as st
 
 from core.errors import CasebookError
-from core.llm.budget import CancelToken, feature_budget
+from core.llm.budget import CancelToken
+from core.llm.plan import plan_call
 from core.privacy.text import escape_markdown
 from pages._draft import flash, load_generated, state_key
-from pages._shared import current_user, get_llm, get_remote_llm, remote_backend
+from pages._model_choice import ChoiceBox, model_for
+from pages._shared import current_user
 
 if TYPE_CHECKING:
     from core.llm.base import LLM
+    from core.llm.plan import Choice
     from core.reports.writer import DraftPlan
     from core.runtime import Runtime
 
-MODES = ("auto", "local", "remote", "template")  # auto: the configured model, unless its estimate cannot fit
 
-
-def _choose(scan_id: str, mode: str) -> None:
-    st.session_state[f"{state_key(scan_id)}:run"] = mode
+def _box(scan_id: str) -> ChoiceBox:
+    """The drafts' choice when the local model cannot finish in time: run anyway, the remote backend, the template."""
+    return ChoiceBox(state_key(scan_id), "draft", scan_id, "template", "Template draft now")
 
 
 def _cancel(scan_id: str) -> None:
@@ -38,31 +40,6 @@ def _cancel(scan_id: str) -> None:
     if isinstance(token, CancelToken):
         token.cancel()  # the rerun has already closed the stream; this stops a worker still reading the prompt
         flash("info", f"Cancelled after {token.elapsed():.0f} s: the model was stopped and nothing was saved.")
-
-
-def _choices(scan_id: str, rt: Runtime) -> None:
-    """The estimate and the three ways on, while a draft waits for the doctor's choice."""
-    pending = st.session_state.get(f"{state_key(scan_id)}:choice")
-    if not pending:
-        return
-    with st.container(border=True, key=f"draft-choice-{scan_id}"):
-        st.warning(f"Local model: {pending['message']}. Not started: it would run out of time.", icon="⏱️")
-        left, middle, right = st.columns(3)
-        left.button(f"Run anyway (up to {pending['anyway_s']:.0f} s)", key=f"draft-anyway-{scan_id}",
-                    on_click=_choose, args=(scan_id, "local"))  # fmt: skip
-        remote = remote_backend(rt)
-        middle.button(f"Use {remote or 'a remote backend'}", key=f"draft-remote-{scan_id}", disabled=remote is None,
-                      on_click=_choose, args=(scan_id, "remote"),
-                      help="Names are removed before anything leaves." if remote else "No remote backend has a key set.")  # fmt: skip
-        right.button(
-            "Template draft now", key=f"draft-template-{scan_id}", on_click=_choose, args=(scan_id, "template")
-        )
-
-
-def _model(rt: Runtime, mode: str) -> LLM | None:
-    if mode == "template":
-        return None
-    return get_remote_llm(rt) if mode == "remote" else get_llm(rt)
 
 
 def _write(rt: Runtime, scan_id: str, plan: DraftPlan, llm: LLM | None, token: CancelToken) -> None:
@@ -99,28 +76,25 @@ def _write(rt: Runtime, scan_id: str, plan: DraftPlan, llm: LLM | None, token: C
 
 def draft_generation(rt: Runtime, scan_id: str, requested: bool) -> None:
     """Start a draft when ``requested`` (the Generate button) or a choice was clicked; else show a pending choice."""
-    key = state_key(scan_id)
-    mode = "auto" if requested else st.session_state.pop(f"{key}:run", None)
-    if mode not in MODES:
-        _choices(scan_id, rt)
+    box = _box(scan_id)
+    choice: Choice | None = "auto" if requested else box.take()
+    if choice is None:
+        box.show(rt)
         return
-    st.session_state.pop(f"{key}:choice", None)
+    box.clear()
     from core.reports.writer import plan_draft
 
     try:
         with st.spinner("Gathering the similar-case evidence…"):
             plan = plan_draft(rt, scan_id)
-        llm = _model(rt, mode)
-        budget, lift = feature_budget(rt.settings, "draft"), False
-        estimate = plan.estimate(rt.settings, llm)
-        if estimate is not None and not estimate.fits:
-            if mode == "auto":  # never start work that is certain to time out: ask first
-                st.session_state[f"{key}:choice"] = {"message": estimate.message(), "anyway_s": estimate.run_anyway_s()}
-                _choices(scan_id, rt)
-                return
-            budget, lift = estimate.run_anyway_s(), True  # the doctor chose to wait
-        if estimate is not None and estimate.seconds is not None:
-            st.caption(f"Local model: {estimate.message()}.")
-        _write(rt, scan_id, plan, llm, CancelToken(budget, lift_ceiling=lift))
+        llm = model_for(rt, choice)
+        call = plan_call(rt.settings, "draft", llm, plan.messages, choice)
+        if call.waits:  # never start work that is certain to time out: ask first
+            box.hold(call)
+            box.show(rt)
+            return
+        if call.starts and (note := call.note()):
+            st.caption(f"{note}.")
+        _write(rt, scan_id, plan, llm if call.starts else None, call.token())
     except CasebookError as exc:
         flash("error", f"Could not generate a draft: {exc}. {exc.hint}")

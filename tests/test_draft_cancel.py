@@ -16,6 +16,7 @@ from sqlalchemy import func, select
 
 from core.llm.budget import CancelToken, SpeedMeter
 from core.llm.factory import make_llm
+from core.llm.plan import plan_call
 from core.reports.writer import DraftEvent, plan_draft, stream_draft
 from core.runtime import Runtime, open_runtime
 from core.store.models import AuditLog, Report, ReportDraft
@@ -102,11 +103,15 @@ def test_the_local_estimate_and_run_anyway_budget(rt: Runtime, monkeypatch: pyte
     plan = plan_draft(rt, scan_of(rt, "rahul.mehta"))
     meter = SpeedMeter(smoothing=1.0)
     monkeypatch.setattr("core.llm.budget._METER", meter)
-    assert plan.estimate(rt.settings, make_llm(rt.settings)) is None  # a remote backend: no local estimate
+    remote = plan_call(rt.settings, "draft", make_llm(rt.settings), plan.messages)
+    assert remote.estimate is None and remote.starts  # a remote backend: no local estimate
     llamacpp = LlamaCppLLM(tmp_path / "never-loaded.gguf", rt.settings.llm)
-    first = plan.estimate(rt.settings, llamacpp)
+    first = plan_call(rt.settings, "draft", llamacpp, plan.messages).estimate
     assert first is not None and first.fits and first.seconds is None  # nothing measured yet
     meter.record(prompt_tokens=500, prompt_ms=50_000, gen_tokens=40, gen_ms=20_000, threads=1)  # 10 and 2 tok/s
-    slow = plan.estimate(rt.settings, llamacpp)
-    assert slow is not None and not slow.fits and "the local model needs about" in slow.message()
+    waiting = plan_call(rt.settings, "draft", llamacpp, plan.messages)
+    slow = waiting.estimate
+    assert waiting.waits and slow is not None and not slow.fits and "the local model needs about" in slow.message()
     assert slow.run_anyway_s() >= 1.5 * (slow.seconds or 0) > slow.budget_s
+    anyway = plan_call(rt.settings, "draft", llamacpp, plan.messages, "local")
+    assert anyway.starts and anyway.lift_ceiling and anyway.budget_s == slow.run_anyway_s()

@@ -162,3 +162,32 @@ def test_typical_estimate_before_and_after_a_measurement(monkeypatch: pytest.Mon
     meter.record(prompt_tokens=730, prompt_ms=73_000, gen_tokens=40, gen_ms=20_000, threads=1)  # 10 and 2 tok/s
     slow = typical_estimate(s, "ask")
     assert not slow.fits and slow.certain_to_time_out and "needs about 137 s here (budget 45 s)" in slow.message()
+
+
+def test_plan_call_starts_waits_runs_anyway_or_goes_remote(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from core.llm.llamacpp import LlamaCppLLM
+    from core.llm.plan import plan_call
+
+    s = load_settings(ask={"llm_budget_s": 45}, llm={"timeout_s": 60, "max_tokens": 256})
+    meter = SpeedMeter(smoothing=1.0)
+    monkeypatch.setattr("core.llm.budget._METER", meter)
+    local = LlamaCppLLM(tmp_path / "never-loaded.gguf", s.llm)
+    system: Message = {"role": "system", "content": "fixed rules " * 500}  # in llama.cpp's cache: not counted
+    messages = [system, Message(role="user", content="x" * int(600 * CHARS_PER_TOKEN))]
+    unmeasured = plan_call(s, "ask", local, messages)
+    assert unmeasured.starts and unmeasured.budget_s == 45 and unmeasured.estimate is not None
+    assert unmeasured.estimate.seconds is None and not unmeasured.lift_ceiling
+    meter.record(prompt_tokens=500, prompt_ms=50_000, gen_tokens=40, gen_ms=20_000, threads=1)  # 10 and 2 tok/s
+    waiting = plan_call(s, "ask", local, messages)
+    assert waiting.waits and not waiting.starts and waiting.estimate is not None
+    assert waiting.estimate.seconds == pytest.approx(60 + 128 / 2, abs=1)  # 600 new prompt tokens, 128 written
+    assert waiting.note() == "Local model: the local model needs about 124 s here (budget 45 s)"
+    anyway = plan_call(s, "ask", local, messages, "local")
+    assert anyway.starts and anyway.lift_ceiling and anyway.budget_s == waiting.estimate.run_anyway_s() >= 186
+    token = anyway.token()  # 1.5 x the estimate, above llm.timeout_s: the backend's ceiling yields to it
+    assert token.lift_ceiling and token.budget_s == anyway.budget_s
+    remote_llm = make_llm(load_settings(llm={"backend": "openai"}), api_key="sk-test")
+    remote = plan_call(s, "ask", remote_llm, messages, "remote")
+    assert remote.starts and remote.estimate is None and remote.budget_s == 45 and not remote.lift_ceiling
+    assert not plan_call(s, "ask", local, messages, "none").starts
+    assert not plan_call(s, "ask", None, messages).starts and not plan_call(s, "draft", local, None).starts

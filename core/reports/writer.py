@@ -1,10 +1,11 @@
 """The model's part of a report draft: an estimate before it starts, checked sections as they arrive, Cancel.
 
 :func:`plan_draft` gathers what a model call needs (the bundle, the template draft that
-stands when the model does not, the prompt); :meth:`DraftPlan.estimate` says, for the
-local model, how long the call should take at the speed measured here, so a page can
-offer "run anyway" or a remote backend before anything starts. :func:`stream_draft` runs
-the call in a worker thread under a :class:`~core.llm.budget.CancelToken` and yields:
+stands when the model does not, the prompt); :func:`core.llm.plan.plan_call` on its
+prompt says, for the local model, whether the call can finish at the speed measured here,
+so a page can offer "run anyway" or a remote backend before anything starts (the same
+path as Ask AI's). :func:`stream_draft` runs the call in a worker thread under a
+:class:`~core.llm.budget.CancelToken` and yields:
 
 * ``tick`` every ``tick_s`` (elapsed seconds, characters received): the page's clock, and
   its chance to notice a Cancel even while the model is still reading the prompt;
@@ -33,7 +34,7 @@ from core.cases import build_context_bundle
 from core.contracts import BundleResult
 from core.errors import BackendCancelledError, BackendTimeoutError, CasebookError
 from core.llm.base import LLM, Message
-from core.llm.budget import CancelToken, Estimate, estimate, feature_budget
+from core.llm.budget import CancelToken, feature_budget
 from core.reports import audit as report_audit
 from core.reports.drafts import DraftText, parse_sections, template_draft
 from core.runtime import Runtime
@@ -54,13 +55,6 @@ class DraftPlan:
     result: BundleResult
     base: DraftText
     messages: list[Message] | None
-
-    def estimate(self, settings: Settings, llm: LLM | None) -> Estimate | None:
-        """The local model's expected seconds here against the drafts' budget (None: no local model call)."""
-        if llm is None or llm.backend != "llamacpp" or self.messages is None:
-            return None
-        system = next((m["content"] for m in self.messages if m["role"] == "system"), "")
-        return estimate(settings, "draft", self.messages, cached_chars=len(system))  # the fixed prompt is cached
 
 
 def plan_draft(rt: Runtime, scan_id: str) -> DraftPlan:

@@ -1,0 +1,103 @@
+"""Before a model call starts: the local model's estimate here, and what to do when it cannot fit.
+
+Ask AI and report drafts share this one path (issue 17: never start work that is certain
+to time out). :func:`local_estimate` says how long a call to the local model should take
+at the speed measured on this machine; :func:`plan_call` turns it and the doctor's
+:data:`Choice` into a :class:`CallPlan`:
+
+* ``auto`` (the first try): the configured model within the feature's budget, unless the
+  local model's estimate cannot fit that budget. Then nothing starts (:attr:`CallPlan.waits`)
+  and the page offers the other choices, while the answer that needs no model (Ask AI's
+  instant answer, the template draft) stands;
+* ``local`` ("Run anyway"): the local model, with a budget half as long again as the estimate
+  (:meth:`Estimate.run_anyway_s`) that the backend's ``llm.timeout_s`` ceiling yields to;
+* ``remote``: the remote backend that has a key set (:attr:`core.runtime.Runtime.remote_backend`),
+  within the feature's budget;
+* ``none``: no model call (the instant answer or the template stands).
+
+::
+
+    plan = plan_call(settings, "ask", llm, messages)
+    if plan.waits:
+        offer_choices(plan.estimate.message(), plan.estimate.run_anyway_s())
+    elif plan.starts:
+        text = plan.token().bind(llm).chat(messages)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from core.llm.budget import CancelToken, Estimate, Feature, estimate, feature_budget
+
+if TYPE_CHECKING:
+    from core.llm.base import LLM, Message
+    from core.settings import Settings
+
+__all__ = ["CHOICES", "CallPlan", "Choice", "local_estimate", "plan_call"]
+
+Choice = Literal["auto", "local", "remote", "none"]
+CHOICES: tuple[Choice, ...] = ("auto", "local", "remote", "none")
+LOCAL_BACKEND = "llamacpp"  # the one backend whose speed this machine decides (core.llm.llamacpp feeds the meter)
+
+
+def local_estimate(
+    settings: Settings, feature: Feature, llm: LLM | None, messages: Sequence[Message] | None
+) -> Estimate | None:
+    """The local model's expected seconds for ``messages`` here (None: no local model call, or no prompt).
+
+    The fixed system prompt is not counted: llama.cpp keeps it in its prompt cache.
+    """
+    if llm is None or llm.backend != LOCAL_BACKEND or not messages:
+        return None
+    system = next((m["content"] for m in messages if m["role"] == "system"), "")
+    return estimate(settings, feature, messages, cached_chars=len(system))
+
+
+@dataclass(frozen=True)
+class CallPlan:
+    """How one model call will run: its budget, the estimate behind it, or that it waits for the doctor."""
+
+    choice: Choice
+    budget_s: float
+    estimate: Estimate | None = None  # the local model's (None: a remote model, no model, or no prompt)
+    lift_ceiling: bool = False  # "run anyway": this budget, not llm.timeout_s, stops the model
+    waits: bool = False  # nothing starts: the estimate cannot fit and the doctor has not chosen yet
+
+    @property
+    def starts(self) -> bool:
+        """True when the model call should start now."""
+        return not self.waits and self.choice != "none"
+
+    def token(self) -> CancelToken:
+        """A fresh token for the call: this plan's budget (and Cancel), started now."""
+        return CancelToken(self.budget_s, lift_ceiling=self.lift_ceiling)
+
+    def note(self) -> str | None:
+        """One line for the page while the local model runs, e.g. "Local model: ... needs about 40 s here (budget 60 s)"."""
+        return None if self.estimate is None else f"Local model: {self.estimate.message()}"
+
+
+def plan_call(
+    settings: Settings,
+    feature: Feature,
+    llm: LLM | None,
+    messages: Sequence[Message] | None,
+    choice: Choice = "auto",
+) -> CallPlan:
+    """How ``feature``'s call of ``llm`` on ``messages`` runs under ``choice`` (see the module docstring).
+
+    ``llm`` is the model the choice stands for (the configured one for ``auto`` and ``local``,
+    the remote one for ``remote``); ``None`` or an empty prompt plans no call.
+    """
+    budget = feature_budget(settings, feature)
+    if choice == "none" or llm is None or not messages:
+        return CallPlan("none", budget)
+    est = local_estimate(settings, feature, llm, messages)
+    if est is None or est.fits:
+        return CallPlan(choice, budget, est)
+    if choice == "auto":  # never start work the measured speed says cannot finish: ask first
+        return CallPlan(choice, budget, est, waits=True)
+    return CallPlan(choice, est.run_anyway_s(), est, lift_ceiling=True)  # the doctor chose to wait

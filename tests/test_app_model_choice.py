@@ -1,0 +1,68 @@
+"""A local model too slow for its budget here: report drafts start nothing and let the doctor choose.
+
+One measured speed (5 tok/s reading, 1 tok/s writing) puts both features over their budgets;
+the configured backend is llama.cpp with an operator's file that nothing loads until a doctor
+chooses "Run anyway", and the remote backend offered is the loopback server (OpenAI wire format).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+
+from core.llm.budget import SpeedMeter
+from core.runtime import Runtime
+from core.store.models import AuditLog
+from tests.conftest import scan_of
+from tests.llm_server import FakeLLMServer
+from tests.test_app_support import page, texts, use_root, user_of
+
+
+@pytest.fixture()
+def slow_local(fresh: Runtime, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, llm_server: FakeLLMServer) -> Runtime:
+    """The fresh store, llama.cpp configured and measured slow here, OpenAI (the loopback server) with a key set."""
+    use_root(fresh.settings.paths.data_dir.parent, monkeypatch)
+    gguf = tmp_path / "never-loaded.gguf"  # an operator's file: built, loaded only when a doctor runs it anyway
+    gguf.write_bytes(b"GGUF")
+    monkeypatch.setenv("CASEBOOK_LLM__BACKEND", "llamacpp")
+    monkeypatch.setenv("CASEBOOK_LLM__LLAMACPP__MODEL_PATH", str(gguf))
+    monkeypatch.delenv("GROQ_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback")  # a remote backend with a key set is offered
+    for name, value in llm_server.llm_env("openai").items():
+        if "__OPENAI__" in name:  # the remote is the loopback server; the configured backend stays local
+            monkeypatch.setenv(name, value)
+    meter = SpeedMeter(smoothing=1.0)
+    meter.record(prompt_tokens=500, prompt_ms=100_000, gen_tokens=40, gen_ms=40_000, threads=1)  # 5 and 1 tok/s
+    monkeypatch.setattr("core.llm.budget._METER", meter)
+    return fresh
+
+
+def _audited(rt: Runtime, action: str) -> list[AuditLog]:
+    with rt.db.read_only() as s:
+        return list(s.scalars(select(AuditLog).where(AuditLog.action == action).order_by(AuditLog.id)))
+
+
+def test_a_slow_local_model_asks_before_drafting(slow_local: Runtime, llm_server: FakeLLMServer) -> None:
+    scan = scan_of(slow_local, "rahul.mehta")
+    llm_server.reply = "IMPRESSION: COPD with emphysema.\nRECOMMENDATIONS: Follow-up imaging as clinically indicated."
+    at = page("scan_review", user_of(slow_local, "dr.chen"), scan).run()
+    at.button(key="generate-draft").click().run()
+    assert not at.exception
+    warning = next(w.value for w in at.warning if "Local model:" in w.value)
+    assert "the local model needs about" in warning and "Not started" in warning
+    assert at.button(key=f"draft-anyway-{scan}").label.startswith("Run anyway (up to ")
+    assert at.button(key=f"draft-remote-{scan}").label == "Use openai"
+    assert not at.button(key=f"draft-remote-{scan}").disabled
+    assert "Unsaved draft" not in texts(at)
+    assert not _audited(slow_local, "draft"), "nothing started: no model call was audited"
+    at.button(key=f"draft-template-{scan}").click().run()
+    assert not at.exception
+    assert "Unsaved draft" in texts(at) and not any("Local model:" in w.value for w in at.warning)
+    assert "Written by the template" in texts(at) and not llm_server.requests
+    at.button(key="generate-draft").click().run()
+    at.button(key=f"draft-remote-{scan}").click().run()  # the doctor picks the remote backend instead
+    assert not at.exception
+    assert "Written by the model" in texts(at) and len(llm_server.requests) == 1
+    assert at.text_area(key=f"draft:{scan}:impression").value == "COPD with emphysema."
