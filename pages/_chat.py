@@ -10,14 +10,15 @@ import streamlit as st
 from core.answer.compose import OUT_OF_SCOPE
 from core.contracts import INSUFFICIENT_DATA, NO_COMPARABLE_CASES
 from core.errors import CasebookError, ConflictError, RateLimitedError
-from core.llm.budget import feature_budget, typical_estimate
 from core.privacy.text import escape_markdown
-from pages._shared import get_llm, show_error
+from pages._model_choice import ChoiceBox, model_for
+from pages._shared import show_error
 from pages._widgets import citation_chips, confidence_badge
 
 if TYPE_CHECKING:
     from core.answer.service import AskResult
     from core.auth import CurrentUser
+    from core.llm.plan import Choice
     from core.runtime import Runtime
 
 _ABSTAIN = {NO_COMPARABLE_CASES: "no comparable cases", INSUFFICIENT_DATA: "insufficient data"}
@@ -63,11 +64,17 @@ def _history(rt: Runtime, user: CurrentUser, scan_id: str) -> list[dict[str, Any
     return history(rt.db, scan_id, user.id)
 
 
-def _ask(rt: Runtime, user: CurrentUser, scan_id: str, question: str, key: str) -> None:
+def _box(scan_id: str) -> ChoiceBox:
+    """Ask AI's choice when the local model cannot answer in time: run anyway, the remote backend, or no model."""
+    return ChoiceBox(f"ask:{scan_id}", "ask", scan_id, "instant", "Keep the instant answer",
+                     note="The instant answer above stands.")  # fmt: skip
+
+
+def _ask(rt: Runtime, user: CurrentUser, scan_id: str, question: str, key: str, choice: Choice = "auto") -> None:
     from core.answer.service import stream_answer
 
-    llm = get_llm(rt)
-    events = stream_answer(rt, scan_id, question, user.id, llm)
+    llm = model_for(rt, choice)
+    events = stream_answer(rt, scan_id, question, user.id, llm, choice)
     try:
         first = next(events)
     except RateLimitedError as exc:
@@ -79,15 +86,15 @@ def _ask(rt: Runtime, user: CurrentUser, scan_id: str, question: str, key: str) 
     except CasebookError as exc:
         show_error("Ask AI could not answer", exc)
         return
+    plan = first.plan
+    runs = plan is not None and plan.starts
     box = st.empty()
     with box.container():
         st.markdown(escape_markdown(first.text))
-        st.caption("Instant answer from the similar cases" + (" · the model is writing…" if llm else ""))
-    budget = feature_budget(rt.settings, "ask")
-    if llm is not None and llm.backend == "llamacpp":  # measured speed here: say up front when it cannot fit
-        est = typical_estimate(rt.settings, "ask")
-        (st.caption if est.fits else st.warning)(f"Local model: {est.message()}. The instant answer stands if it runs out.")
-    if llm is not None:  # a click reruns the page, which closes the stream: the backend stops between two tokens
+        st.caption("Instant answer from the similar cases" + (" · the model is writing…" if runs else ""))
+    if runs and plan is not None and (note := plan.note()):  # measured speed here, said up front
+        st.caption(f"{note}. The instant answer stands if it runs out.")
+    if runs:  # a click reruns the page, which closes the stream: the backend stops between two tokens
         st.button("Cancel", key=f"cancel-{key}", icon="⏹️", help="Stop the model; the instant answer stays.")
     final: AskResult | None = first.result if first.result and first.result.path == "fixed" else None
 
@@ -100,13 +107,13 @@ def _ask(rt: Runtime, user: CurrentUser, scan_id: str, question: str, key: str) 
                 final = ev.result
 
     try:
-        if llm is not None:  # unchecked text is never shown: a temporary "writing…" line the final answer replaces
+        if runs and plan is not None:  # unchecked text is never shown: a temporary "writing…" line the answer replaces
             writing, received, started = st.empty(), 0, time.monotonic()
             for piece in deltas():
                 received += len(piece)
                 writing.caption(
-                    f"The model is writing… {time.monotonic() - started:.0f} s of {budget:g} s, {received} characters, "
-                    "shown once they pass the answer rules."
+                    f"The model is writing… {time.monotonic() - started:.0f} s of {plan.budget_s:g} s, "
+                    f"{received} characters, shown once they pass the answer rules."
                 )
             writing.empty()
         else:
@@ -121,7 +128,11 @@ def _ask(rt: Runtime, user: CurrentUser, scan_id: str, question: str, key: str) 
     a = result.answer
     with box.container():
         _assistant(a.answer, list(a.citedCaseIds), a.confidence, key, result.abstention.reason if result.abstention else None)
-        _status_line(result)
+        if plan is not None and plan.waits:  # nothing started: the doctor chooses how to go on
+            _box(scan_id).hold(plan, question=question)
+            _box(scan_id).show(rt)
+        else:
+            _status_line(result)
         if result.guideline_question:
             _guideline_link(result.guideline_question, key)
 
@@ -150,8 +161,16 @@ def chat_panel(rt: Runtime, user: CurrentUser, scan_id: str) -> None:
                     if m["content"] == OUT_OF_SCOPE and i > 0:
                         _guideline_link(past[i - 1]["content"], f"{scan_id}-{i}")
     question = st.chat_input("Ask about this scan…", key="ask-input", max_chars=rt.settings.ask.max_question_chars)
+    box = _box(scan_id)
+    clicked = box.take()
+    choice: Choice = "auto"
+    if question or clicked:
+        held = box.clear()  # a new question or a click ends the wait
+        if not question and held and clicked in ("local", "remote"):
+            question, choice = str(held["question"]), clicked  # asked again with the model the doctor chose
+    box.show(rt)  # a choice still waiting stays under the history
     if question:
         with st.chat_message("user"):
             st.markdown(escape_markdown(question))
         with st.chat_message("assistant"):
-            _ask(rt, user, scan_id, question, f"{scan_id}-{len(past) + 1}")
+            _ask(rt, user, scan_id, question, f"{scan_id}-{len(past) + 1}", choice)

@@ -1,4 +1,4 @@
-"""A local model too slow for its budget here: report drafts start nothing and let the doctor choose.
+"""A local model too slow for its budget here: Ask AI and report drafts start nothing and let the doctor choose.
 
 One measured speed (5 tok/s reading, 1 tok/s writing) puts both features over their budgets;
 the configured backend is llama.cpp with an operator's file that nothing loads until a doctor
@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import select
+from streamlit.testing.v1 import AppTest
 
+from core.cases import build_context_bundle
 from core.llm.budget import SpeedMeter
 from core.runtime import Runtime
 from core.store.models import AuditLog
@@ -42,6 +44,52 @@ def slow_local(fresh: Runtime, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, 
 def _audited(rt: Runtime, action: str) -> list[AuditLog]:
     with rt.db.read_only() as s:
         return list(s.scalars(select(AuditLog).where(AuditLog.action == action).order_by(AuditLog.id)))
+
+
+def _chips(at: AppTest) -> list[str]:
+    return [b.label for b in at.button if (b.key or "").startswith("chip-")]
+
+
+def _has(at: AppTest, key: str) -> bool:
+    return any(b.key == key for b in at.button)
+
+
+def test_a_slow_local_model_asks_before_answering(slow_local: Runtime, llm_server: FakeLLMServer) -> None:
+    scan = scan_of(slow_local, "rahul.mehta")
+    ids = build_context_bundle(slow_local, scan).case_ids
+    llm_server.reply = f"Based on similar cases, {ids[0]} and {ids[1]} show COPD with emphysema."
+    at = page("scan_review", user_of(slow_local, "dr.chen"), scan).run()
+    at.chat_input[0].set_value("What do similar cases show?").run()
+    assert not at.exception
+    warning = next(w.value for w in at.warning if "Local model:" in w.value)
+    assert "the local model needs about" in warning and "Not started" in warning and "instant answer" in warning
+    assert _chips(at), "the instant answer is on screen at once, citing cases"
+    assert at.button(key=f"ask-anyway-{scan}").label.startswith("Run anyway (up to ")
+    remote = at.button(key=f"ask-remote-{scan}")
+    assert remote.label == "Use openai" and not remote.disabled
+    (row,) = _audited(slow_local, "ask")  # the exchange is answered and audited; no model was called
+    assert row.backend is None and row.prompt_hash is None and row.outcome == "extractive:fallback"
+    assert not llm_server.requests
+    at.run()
+    assert _has(at, f"ask-anyway-{scan}"), "the choice waits under the history across reruns"
+
+    at.button(key=f"ask-remote-{scan}").click().run()  # asked again, with the remote backend
+    assert not at.exception
+    assert any(m.value == llm_server.reply for m in at.markdown), "the guarded remote answer is shown"
+    assert len(llm_server.requests) == 1 and not any("Local model:" in w.value for w in at.warning)
+    assert [r.backend for r in _audited(slow_local, "ask")] == [None, "openai"]
+
+    at.chat_input[0].set_value("How severe are similar cases?").run()
+    at.button(key=f"ask-anyway-{scan}").click().run()  # the local model is started, with the longer budget
+    assert not at.exception
+    assert "Model not used (the model failed: llama.cpp could not load" in texts(at)
+    last = _audited(slow_local, "ask")[-1]
+    assert last.backend == "llamacpp" and last.prompt_hash and last.outcome == "extractive:fallback"
+
+    at.chat_input[0].set_value("What happened to similar patients?").run()
+    at.button(key=f"ask-instant-{scan}").click().run()  # keep the instant answer: nothing more is asked
+    assert not at.exception and not _has(at, f"ask-anyway-{scan}") and not _has(at, f"ask-instant-{scan}")
+    assert len(_audited(slow_local, "ask")) == 5 and len(llm_server.requests) == 1
 
 
 def test_a_slow_local_model_asks_before_drafting(slow_local: Runtime, llm_server: FakeLLMServer) -> None:

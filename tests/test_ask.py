@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -202,6 +203,35 @@ def test_stream_yields_instant_then_deltas_then_final(fresh: Runtime, llm_server
     assert any(e.kind == "delta" for e in events)
     final = events[-1].result
     assert final is not None and final.path == "llm" and final.answer.citedCaseIds == [ids[0]]
+
+
+def test_a_slow_local_model_is_not_started_until_the_doctor_chooses(
+    fresh: Runtime, llm_server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from core.llm.budget import SpeedMeter
+    from core.llm.llamacpp import LlamaCppLLM
+
+    meter = SpeedMeter(smoothing=1.0)
+    meter.record(prompt_tokens=500, prompt_ms=100_000, gen_tokens=40, gen_ms=40_000, threads=1)  # 5 and 1 tok/s
+    monkeypatch.setattr("core.llm.budget._METER", meter)
+    sid, doc = scan_of(fresh, "imran.khan"), _doctor(fresh)
+    local = LlamaCppLLM(tmp_path / "never-loaded.gguf", fresh.settings.llm)  # loading it would fail: never tried
+    events = list(stream_answer(fresh, sid, "How severe are similar cases?", doc, local))
+    assert [e.kind for e in events] == ["instant", "final"]
+    plan, final, instant = events[-1].plan, events[-1].result, events[0].result
+    assert plan is not None and plan.waits and final is not None and instant is not None
+    assert final.answer == instant.answer and final.path == "extractive"
+    assert (final.reason or "").startswith("not started: the local model needs about")
+    with fresh.db.read_only() as s:
+        row = s.scalars(select(AuditLog).where(AuditLog.action == "ask").order_by(AuditLog.id.desc())).first()
+        assert row is not None and row.backend is None and row.prompt_hash is None  # nothing left the process
+    rt = _llm_runtime(fresh, llm_server)
+    ids = build_context_bundle(rt, sid).case_ids
+    llm_server.reply = f"Based on similar cases, {ids[0]} was critical."
+    remote = list(stream_answer(rt, sid, "How severe are similar cases?", doc, make_llm(rt.settings), "remote"))
+    plan = remote[-1].plan
+    assert plan is not None and plan.starts and plan.estimate is None and len(llm_server.requests) == 1
+    assert remote[-1].result is not None and remote[-1].result.path == "llm"
 
 
 # -- validation, history, audit ------------------------------------------------

@@ -28,6 +28,7 @@ from core.contracts import Abstention, AskAnswer, BundleResult, no_comparable_an
 from core.errors import CasebookError, InvalidInputError, NotFoundError
 from core.llm.base import LLM
 from core.llm.budget import CancelToken, feature_budget
+from core.llm.plan import CallPlan, Choice, plan_call
 from core.runtime import Runtime
 from core.store.models import User
 
@@ -77,6 +78,7 @@ class AskEvent:
     kind: Literal["instant", "delta", "final"]
     text: str = ""
     result: AskResult | None = None
+    plan: CallPlan | None = None  # on ``instant`` and ``final``: the model call's budget and estimate, or that it waits
 
 
 def _validate(rt: Runtime, question: str, doctor_id: int) -> str:
@@ -229,9 +231,14 @@ def ask_question(rt: Runtime, scan_id: str, question: str, doctor_id: int, llm: 
 
 
 def stream_answer(
-    rt: Runtime, scan_id: str, question: str, doctor_id: int, llm: LLM | None = None
+    rt: Runtime, scan_id: str, question: str, doctor_id: int, llm: LLM | None = None, choice: Choice = "auto"
 ) -> Generator[AskEvent, None, None]:
-    """Yield the instant answer, then LLM text deltas, then the final guarded answer.
+    """Yield the instant answer (with the model call's plan), then LLM text deltas, then the final guarded answer.
+
+    ``llm`` is the model ``choice`` stands for (:mod:`core.llm.plan`). Under ``auto``, when the
+    speed measured here says the local model cannot finish within ``ask.llm_budget_s``, the model
+    is not started: the instant answer is final, and the plan (``waits``) lets the page offer
+    "run anyway" or the remote backend, each of which asks again with that ``choice``.
 
     The question is stored before the first event. If the consumer stops early (a page rerun
     while the model writes), the pending answer is completed with the instant one, so the
@@ -241,20 +248,25 @@ def stream_answer(
     q, result, instant, pending = _prepare(rt, scan_id, question, doctor_id)
     done = False
     try:
-        yield AskEvent("instant", instant.answer.answer, instant)
-        if instant.path == "fixed" or llm is None:
-            _finish(rt, scan_id, doctor_id, pending, instant, None, None)
+        messages = ask_messages(result, q, instant.answer.answer) if instant.path != "fixed" else None
+        plan = plan_call(rt.settings, "ask", llm, messages, choice)
+        yield AskEvent("instant", instant.answer.answer, instant, plan)
+        if llm is None or messages is None or not plan.starts:
+            kept = instant
+            if plan.waits and plan.estimate is not None:  # nothing left the process: no backend in the audit row
+                kept = replace(instant, path="extractive", fallback=f"not started: {plan.estimate.message()}")
+            _finish(rt, scan_id, doctor_id, pending, kept, None, None)
             done = True
-            yield AskEvent("final", result=instant)
+            yield AskEvent("final", result=kept, plan=plan)
             return
-        messages = ask_messages(result, q, instant.answer.answer)
         parts: list[str] = []
         final: AskResult | None = None
+        token = plan.token()
         try:
-            for delta in CancelToken(feature_budget(rt.settings, "ask")).bind(llm).stream(messages):
+            for delta in token.bind(llm).stream(messages):
                 parts.append(delta)
                 yield AskEvent("delta", delta)
-                if time.monotonic() - started > rt.settings.ask.llm_budget_s:
+                if token.expired():
                     final = replace(instant, path="extractive", fallback="the model was slower than its time budget")
                     break
         except CasebookError as exc:
@@ -265,7 +277,7 @@ def stream_answer(
             )
         _finish(rt, scan_id, doctor_id, pending, final, llm.backend, prompt_hash(messages))
         done = True
-        yield AskEvent("final", result=final)
+        yield AskEvent("final", result=final, plan=plan)
     finally:
         if not done:
             stopped = instant if instant.path == "fixed" or llm is None else replace(
