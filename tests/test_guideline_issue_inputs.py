@@ -142,6 +142,14 @@ def test_a_result_meaning_question_quotes_what_the_result_means() -> None:
     viral = hit("cap#viral", "A positive viral test does not exclude bacterial co-infection.",
                 title="Diagnostic Testing in Pneumonia", section_title="Respiratory viruses")  # fmt: skip
     assert not any("viral" in s for s in ranked("What does a positive IGRA mean?", [viral, IGRA]))
+    # an IGRA question is on tuberculosis: the pneumonia guideline's "Interpreting Results" ("inter", as
+    # "interferon") is another disease's
+    assert asked_condition("What does a positive IGRA mean?", CFG) == "tuberculosis"
+    antigen = hit("cap#antigen", "A positive pneumococcal urinary antigen may persist, so it is interpreted in "
+                  "adults only.", title="Diagnostic Testing in Community-Acquired Pneumonia",
+                  section_title="Interpreting Results", section_path=("Interpreting Results",))  # fmt: skip
+    assert not any("antigen" in s for s in ranked("What does a positive IGRA mean?", [antigen, IGRA]))
+    assert any("antigen" in s for s in ranked("What does a positive IGRA mean?", [antigen, IGRA], NO_CONDITIONS))
 
 
 @pytest.fixture

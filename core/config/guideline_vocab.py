@@ -128,7 +128,9 @@ SLOT_PATTERNS: dict[str, list[str]] = {
 # headings, then its document's title) must name the asked one, so "tuberculous meningitis" never quotes the
 # pneumonia guideline's "complications such as meningitis" line.
 CONDITIONS: dict[str, str] = {
-    "tuberculosis": r"\b(tb|tubercul\w*|mycobacteri\w*|m\. tuberculosis|ltbi|(mdr|rr|xdr|ds|dr)-tb|mdr/rr-tb)\b",
+    # its own tests name it too: "What does a positive IGRA mean?" is a question on tuberculosis
+    "tuberculosis": r"\b(tb|tubercul\w*|mycobacteri\w*|m\. tuberculosis|ltbi|(mdr|rr|xdr|ds|dr)-tb|mdr/rr-tb|"
+                    r"igras?|quantiferon|t-spot|tst|mantoux)\b",
     "pneumonia": r"\b(pneumon\w*|cap|community[- ]acquired)\b",
 }
 # Yes/no questions start with one of these words.
