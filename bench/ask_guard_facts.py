@@ -65,7 +65,7 @@ def main() -> int:
             print(json.dumps({"id": item["id"], "failed": type(exc).__name__}), file=sys.stderr, flush=True)
             continue
         secs = time.monotonic() - started
-        lists = refusal_lists(rt.settings)
+        lists = refusal_lists(rt)
         names, drugs = lists["names"], lists["drugs"]
         before = enforce(text, result, names=names, drugs=drugs)
         after = enforce(text, result, names=names, drugs=drugs, facts=instant.facts)

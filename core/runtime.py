@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 from core.settings import Settings, load_settings
 
 if TYPE_CHECKING:
+    from core.answer.guard_inputs import GuardLists
     from core.cases.search import CaseSearch
     from core.embed import Embedder
     from core.guideline.pipeline import GuidelineQA
@@ -163,6 +164,13 @@ class Runtime:
     def lexicon(self) -> DrugLexicon:
         """The drug-label knowledge base's names (read once, as Guideline QA always did)."""
         return self.kb.drug_lexicon()
+
+    @_Part
+    def guard_lists(self) -> GuardLists:
+        """The names and drug names the answer guard refuses (the drugs from the shared knowledge bases)."""
+        from core.answer.guard_inputs import GuardLists
+
+        return GuardLists(self.settings, self.kb)
 
     @_Part
     def guideline_retriever(self) -> Retriever:

@@ -322,7 +322,7 @@ def test_the_chat_page_never_shows_rejected_or_live_text(
 
 
 def test_the_knowledge_base_lexicon_and_the_user_table_feed_the_guard(demo_kb_root: Path, copd: BundleResult) -> None:
-    lists = refusal_lists(make_settings(demo_kb_root))
+    lists = refusal_lists(Runtime(make_settings(demo_kb_root)))
     assert "Rahul Mehta" in lists["names"] and lists["drugs"]
     drug = next(d for d in lists["drugs"] if d.isalpha() and len(d) > 5)
     assert "drug" in enforce(f"{A} responded to {drug}.", copd, **lists).removed[0][1]

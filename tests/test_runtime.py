@@ -85,6 +85,8 @@ def test_guideline_qa_ask_ai_and_selfrag_share_one_model_embedder_and_indexes(
     before = len(llm_server.requests)
     ask_question(rt, scan_of(rt, "rahul.mehta"), "What do similar cases show?", doctor, rt.llm)
     assert len(llm_server.requests) > before and _keys(llm_server, before) == {"Bearer from-secrets"}
+    assert rt.guard_lists.kb is rt.kb and rt.guard_lists.drugs()  # its guard reads the same indexes
+    assert rt.kb.index("druglabels") is rt.kb.index("druglabels") and rt.embedder is embedder
 
 
 def test_parts_are_lazy_and_built_once(tmp_path: Path) -> None:

@@ -194,7 +194,7 @@ def _with_llm(rt: Runtime, result: BundleResult, instant: AskResult, q: str, llm
     future = pool.submit(CancelToken(feature_budget(rt.settings, "ask")).bind(llm).chat, messages)
     try:
         completion = future.result(timeout=rt.settings.ask.llm_budget_s)
-        return _from_guard(rt, result, enforce(completion.text, result, facts=instant.facts, **refusal_lists(rt.settings)), instant, started)
+        return _from_guard(rt, result, enforce(completion.text, result, facts=instant.facts, **refusal_lists(rt)), instant, started)
     except concurrent.futures.TimeoutError:
         return replace(instant, path="extractive", fallback="the model was slower than its time budget")
     except CasebookError as exc:
@@ -273,7 +273,7 @@ def stream_answer(
             final = replace(instant, path="extractive", fallback=f"the model failed: {exc}")
         if final is None:
             final = _from_guard(
-                rt, result, enforce("".join(parts), result, facts=instant.facts, **refusal_lists(rt.settings)), instant, started
+                rt, result, enforce("".join(parts), result, facts=instant.facts, **refusal_lists(rt)), instant, started
             )
         _finish(rt, scan_id, doctor_id, pending, final, llm.backend, prompt_hash(messages))
         done = True

@@ -38,7 +38,6 @@ from core.llm.budget import CancelToken, feature_budget
 from core.reports import audit as report_audit
 from core.reports.drafts import DraftText, parse_sections, template_draft
 from core.runtime import Runtime
-from core.settings import Settings
 
 __all__ = ["DraftEvent", "DraftPlan", "generate_report_draft", "plan_draft", "stream_draft"]
 
@@ -75,7 +74,7 @@ class DraftEvent:
     draft: DraftText | None = None
 
 
-def _checked(sections: dict[str, str], result: BundleResult, settings: Settings) -> dict[str, str]:
+def _checked(sections: dict[str, str], result: BundleResult, rt: Runtime) -> dict[str, str]:
     """The model may word IMPRESSION and RECOMMENDATIONS; COMPARISON and FINDINGS always come from the record.
 
     An impression naming a case ID or "pending" is refused: the evidence stays beside the report.
@@ -89,8 +88,8 @@ def _checked(sections: dict[str, str], result: BundleResult, settings: Settings)
         return {}
     from core.answer.guard_inputs import refusal_lists  # lazy: core.privacy.egress imports core.llm
 
-    facts = bundle_facts(result, settings.ask.max_cited_cases)
-    return guard_draft_sections(wanted, result, facts=facts, **refusal_lists(settings)).sections
+    facts = bundle_facts(result, rt.settings.ask.max_cited_cases)
+    return guard_draft_sections(wanted, result, facts=facts, **refusal_lists(rt)).sections
 
 
 def _complete(text: str) -> dict[str, str]:
@@ -163,7 +162,7 @@ def stream_draft(
             done = _complete(text)
             if new := done.keys() & set(MODEL_SECTIONS) - tried:
                 tried |= new  # each section is checked once, when the next header closes it
-                shown = _checked(done, plan.result, rt.settings)
+                shown = _checked(done, plan.result, rt)
                 yield DraftEvent("section", token.elapsed(), len(text), dict(shown))
         if failure is not None:
             _audit_draft(rt, plan, doctor_id, llm, _outcome(failure))
@@ -172,7 +171,7 @@ def stream_draft(
                 raise failure
             draft = replace(plan.base, reason=_why(failure))
         else:
-            draft = _merge(plan.base, _checked(parse_sections(text), plan.result, rt.settings))  # whole sections only
+            draft = _merge(plan.base, _checked(parse_sections(text), plan.result, rt))  # whole sections only
             _audit_draft(rt, plan, doctor_id, llm, draft.path)
             audited = True
         yield DraftEvent("final", token.elapsed(), len(text), dict(shown), draft)
