@@ -195,3 +195,12 @@ def test_the_chunk_that_says_what_a_result_means_is_in_the_evidence(settings: Se
     # ranked fifth, the chunk is outside the four evidence chunks of any other question
     other = qa.answer("Which blood tests are IGRAs?")
     assert "ltbi#principles" not in {e.chunk_id for e in getattr(other, "evidence", [])}
+
+
+def test_a_sentence_saying_how_it_spreads_answers_in_its_own_words() -> None:
+    spreads = hit("both#spread", "Tuberculosis is caused by Mycobacterium tuberculosis and spreads from person to "
+                  "person through the air.", title="Consolidated Guideline", section_title="2.1 How it passes",
+                  section_path=("2.1 How it passes",))  # fmt: skip
+    assert ranked("How is TB transmitted?", [spreads])[0].startswith("Tuberculosis is caused")
+    # without the slot it shares no word with the question ("TB", "transmitted") and is never quoted
+    assert ranked("How is TB transmitted?", [spreads], slotted=False) == []

@@ -13,7 +13,15 @@ from dataclasses import dataclass
 from core.config.guideline import GuidelineQASettings
 from core.guideline.constraints import Candidate
 from core.guideline.gates import source_label
-from core.guideline.slots import ANAPHOR, Slot, fills_slot, focus_coverage, mentions_focus, other_condition
+from core.guideline.slots import (
+    ANAPHOR,
+    RARE_ANSWER_SLOTS,
+    Slot,
+    fills_slot,
+    focus_coverage,
+    mentions_focus,
+    other_condition,
+)
 from core.guideline.text import key_tokens, overlap_ratio, split_sentences
 from core.llm.base import Message
 
@@ -95,7 +103,10 @@ def rank_sentences(
             if groups:
                 section = " ".join((cand.hit.section_title, *cand.hit.section_path))
                 score += cfg.population_weight * any(g.search(f"{sentence} {section}") for g in groups)
-            if coverage >= cfg.min_question_overlap and score > getattr(scored.get(sentence), "score", -1.0):
+            # a sentence saying how the disease passes (what the result means) answers "How is TB transmitted?"
+            # in its own words ("Tuberculosis ... spreads from person to person"): no shared word needed
+            rare = slot is not None and slot.name in RARE_ANSWER_SLOTS and fit == 2
+            if (coverage >= cfg.min_question_overlap or rare) and score > getattr(scored.get(sentence), "score", -1.0):
                 text = "\n".join((sentence, *table))  # a table's lead-in or header carries the table
                 if slot is not None and slot.name == "definition" and fit == 2 and not table:
                     text = " ".join((sentence, *_goes_on(pairs, k)))  # a definition may go on in the next sentence
