@@ -138,8 +138,13 @@ def stop_server(proc: subprocess.Popen[bytes]) -> None:
 
 
 def log_in(page: Any, base: str, username: str, password: str = "casebook-demo") -> None:
-    """Fill the log-in form and submit it (the caller waits for what should appear)."""
+    """Open the home page, fill the log-in form and submit it (the caller waits for what should appear)."""
     page.goto(base + "/")
+    sign_in(page, username, password)
+
+
+def sign_in(page: Any, username: str, password: str = "casebook-demo") -> None:
+    """Fill the log-in form already on the page and submit it (the caller waits for what should appear)."""
     page.get_by_label("Username").fill(username)
     page.get_by_role("textbox", name="Password").fill(password)
     page.get_by_role("button", name="Log in").click()

@@ -11,7 +11,6 @@ Screenshots go to ``test-artifacts/browser/`` (git-ignored).
 from __future__ import annotations
 
 import re
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,41 +18,21 @@ import pytest
 from sqlalchemy import func, select
 
 from core.runtime import open_runtime
-from core.settings import REPO_ROOT
 from core.store.models import AuditLog, Message, Report, ReportDraft
+from tests.browser_support import ARTIFACTS, BROWSER_MARKS, chromium_page, open_patient, served_copy
 from tests.conftest import make_settings, scan_of
 from tests.llm_server import FakeLLMServer
-from tests.test_app_support import CHROMIUM, CHROMIUM_ARGS, free_port, log_in, start_server, stop_server, wait_healthy
+from tests.test_app_support import log_in
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium (make browser-deps)"
-    ),
-]
-ARTIFACTS = REPO_ROOT / "test-artifacts" / "browser"
+pytestmark = BROWSER_MARKS
 TIMEOUT_MS = 30_000
-
-
-def _serve(source: Path, tmp_path: Path, log: str) -> Iterator[tuple[str, Path]]:
-    """Run the app over a private copy of ``source``'s database and indexes: (base URL, data root)."""
-    shutil.copytree(source / "data", tmp_path / "data")
-    shutil.copytree(source / "indexes", tmp_path / "indexes", symlinks=True)
-    port = free_port()
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    proc = start_server(tmp_path, port, ARTIFACTS / log)
-    try:
-        wait_healthy(port, proc)
-        yield f"http://127.0.0.1:{port}", tmp_path
-    finally:
-        stop_server(proc)
 
 
 @pytest.fixture()
 def server(demo_root: Path, tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """A running app over a private copy of the demo database: (base URL, data root)."""
-    yield from _serve(demo_root, tmp_path, "streamlit.log")
+    with served_copy(demo_root, tmp_path, ARTIFACTS / "streamlit.log") as app:
+        yield app.base, app.root
 
 
 @pytest.fixture()
@@ -67,26 +46,22 @@ def kb_server(
     for name, value in llm_server.llm_env("openai", timeout_s=10.0).items():
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("CASEBOOK_KB__PROGRESS", "false")
-    yield from _serve(demo_kb_root, tmp_path, "streamlit-kb.log")
+    with served_copy(demo_kb_root, tmp_path, ARTIFACTS / "streamlit-kb.log") as app:
+        yield app.base, app.root
 
 
 def test_doctor_review_flow_and_patient_view(server: tuple[str, Path]) -> None:
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     base, root = server
     rt = open_runtime(make_settings(root))
     copd_scan = scan_of(rt, "rahul.mehta")
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 2600})
-        page.set_default_timeout(TIMEOUT_MS)
-        try:
+    try:
+        with chromium_page(2600, TIMEOUT_MS, ARTIFACTS / "failure.png") as page:
             # log in as a doctor and open the COPD patient's newest scan by name search
             log_in(page, base, "dr.chen")
             expect(page.get_by_role("heading", name="Scan Review")).to_be_visible()
-            search = page.get_by_role("textbox", name="Search patients")
-            search.fill("mehta")
-            search.press("Enter")
+            open_patient(page, "mehta")
             expect(page.get_by_text("COPD with emphysema · AI reading")).to_be_visible()
             page.wait_for_url(f"**scan={copd_scan}**")
             assert "mehta" not in page.url.lower() and "rahul" not in page.url.lower()
@@ -159,26 +134,19 @@ def test_doctor_review_flow_and_patient_view(server: tuple[str, Path]) -> None:
             expect(page.get_by_role("button", name="Generate draft")).to_have_count(0)
             expect(page.get_by_role("textbox", name="Search patients")).to_have_count(0)
             page.screenshot(path=str(ARTIFACTS / "05-patient-view.png"))
-        except Exception:
-            page.screenshot(path=str(ARTIFACTS / "failure.png"))
-            raise
-        finally:
-            browser.close()
-            rt.db.dispose()
+    finally:
+        rt.db.dispose()
 
 
 def test_report_draft_guideline_qa_selfrag_and_status_pages(kb_server: tuple[str, Path]) -> None:
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     base, root = kb_server
     rt = open_runtime(make_settings(root))
     with rt.db.read_only() as s:
         signed_before = s.scalar(select(func.count()).select_from(Report))
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 2200})
-        page.set_default_timeout(TIMEOUT_MS)
-        try:
+    try:
+        with chromium_page(2200, TIMEOUT_MS, ARTIFACTS / "failure-kb.png") as page:
             log_in(page, base, "dr.chen")
             expect(page.get_by_role("heading", name="Scan Review")).to_be_visible()
 
@@ -247,10 +215,6 @@ def test_report_draft_guideline_qa_selfrag_and_status_pages(kb_server: tuple[str
             expect(page.get_by_text("openai", exact=True)).to_be_visible()
             expect(page.get_by_text(rt.case_search.index.version).first).to_be_visible()
             page.screenshot(path=str(ARTIFACTS / "12-settings-status.png"))
-        except Exception:
-            page.screenshot(path=str(ARTIFACTS / "failure-kb.png"))
-            raise
-        finally:
-            browser.close()
-            rt.db.dispose()
+    finally:
+        rt.db.dispose()
     assert reports == signed_before  # nothing was signed: AI output stays a draft until a doctor signs

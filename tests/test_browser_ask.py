@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from sqlalchemy import select
@@ -23,24 +24,23 @@ from core.answer.compose import OUT_OF_SCOPE
 from core.answer.rules import CASE_ID_RE
 from core.runtime import open_runtime
 from core.store.models import Report, ReportDraft
+from tests.browser_support import ARTIFACTS, BROWSER_MARKS, chromium_page, open_patient, served_copy
 from tests.conftest import make_settings, scan_of
 from tests.llm_server import FakeLLMServer
-from tests.test_app_support import CHROMIUM, CHROMIUM_ARGS, log_in
-from tests.test_browser import ARTIFACTS, TIMEOUT_MS, _serve
+from tests.test_app_support import log_in
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium (make browser-deps)"
-    ),
-]
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
+
+pytestmark = BROWSER_MARKS
+TIMEOUT_MS = 30_000
 
 
 @pytest.fixture()
 def server(demo_kb_root: Path, tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """A running app over a private copy of the demo database and knowledge bases: (base URL, data root)."""
-    yield from _serve(demo_kb_root, tmp_path, "streamlit-ask.log")
+    with served_copy(demo_kb_root, tmp_path, ARTIFACTS / "streamlit-ask.log") as app:
+        yield app.base, app.root
 
 
 @pytest.fixture()
@@ -55,16 +55,16 @@ def slow_model_server(
     llm_server.token_delay_s = 0.15
     for name, value in llm_server.llm_env("openai", timeout_s=60.0).items():
         monkeypatch.setenv(name, value)
-    yield from _serve(demo_root, tmp_path, "streamlit-draft-cancel.log")
+    with served_copy(demo_root, tmp_path, ARTIFACTS / "streamlit-draft-cancel.log") as app:
+        yield app.base, app.root
 
 
-def _open_patient(page: object, name: str) -> None:
+def _open_patient(page: Page, name: str) -> None:
+    """Open a patient by name search and wait for their similar-case cards."""
     from playwright.sync_api import expect
 
-    search = page.get_by_role("textbox", name="Search patients")  # type: ignore[attr-defined]
-    search.fill(name)
-    search.press("Enter")
-    expect(page.locator("[class*='st-key-case-HC-']").first).to_be_visible(timeout=TIMEOUT_MS)  # type: ignore[attr-defined]
+    open_patient(page, name)
+    expect(page.locator("[class*='st-key-case-HC-']").first).to_be_visible(timeout=TIMEOUT_MS)
 
 
 def _ask(page: object, question: str) -> None:
@@ -86,16 +86,13 @@ def _ask(page: object, question: str) -> None:
 
 
 def test_count_treatment_pointer_and_signable_draft(server: tuple[str, Path]) -> None:
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     base, root = server
     rt = open_runtime(make_settings(root))
     copd_scan = scan_of(rt, "rahul.mehta")
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 2600})
-        page.set_default_timeout(TIMEOUT_MS)
-        try:
+    try:
+        with chromium_page(2600, TIMEOUT_MS, ARTIFACTS / "ask-failure.png") as page:
             log_in(page, base, "dr.chen")
             expect(page.get_by_role("heading", name="Scan Review")).to_be_visible()
 
@@ -142,50 +139,37 @@ def test_count_treatment_pointer_and_signable_draft(server: tuple[str, Path]) ->
                 report = s.scalars(select(Report).where(Report.scan_id == copd_scan)).one()
             assert report.findings.startswith("COMPARISON: Prior signed report of 2025-11-07 (prior):")
             assert not CASE_ID_RE.search(f"{report.findings} {report.impression} {report.recommendations}")
-        except Exception:
-            page.screenshot(path=str(ARTIFACTS / "ask-failure.png"))
-            raise
-        finally:
-            browser.close()
-            rt.db.dispose()
+    finally:
+        rt.db.dispose()
 
 
 def test_draft_shows_its_clock_and_cancel_stops_the_model(
     slow_model_server: tuple[str, Path], llm_server: FakeLLMServer
 ) -> None:
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     base, root = slow_model_server
     rt = open_runtime(make_settings(root))
     copd_scan = scan_of(rt, "rahul.mehta")
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 2600})
-        page.set_default_timeout(TIMEOUT_MS)
-        try:
-            log_in(page, base, "dr.chen")
-            _open_patient(page, "mehta")
-            page.get_by_role("button", name="Generate draft").click()
-            expect(page.get_by_text(re.compile(r"The model \(openai\) is writing… \d+ s of 60 s"))).to_be_visible()
-            expect(page.get_by_text("IMPRESSION (checked): COPD with emphysema.")).to_be_visible()  # streamed, checked
-            cancel = page.get_by_role("button", name="Cancel")
-            expect(cancel).to_be_visible()
-            page.mouse.move(0, 0)  # no tooltip over the box in the screenshot
-            page.screenshot(path=str(ARTIFACTS / "ask-06-draft-writing.png"))
-            cancel.click()
-            expect(page.get_by_text(re.compile(r"Cancelled after \d+ s: the model was stopped"))).to_be_visible()
-            expect(page.get_by_text("No draft in progress for this scan.")).to_be_visible()
-            expect(page.get_by_role("button", name="Cancel")).to_have_count(0)
-            page.screenshot(path=str(ARTIFACTS / "ask-07-draft-cancelled.png"))
-            for _ in range(50):  # the server notices the hang-up at its next token
-                if llm_server.dropped:
-                    break
-                page.wait_for_timeout(100)
-            assert llm_server.dropped == 1 and llm_server.streamed[-1] < len(llm_server.tokens()) - 100
-            with rt.db.read_only() as s:
-                assert s.scalars(select(ReportDraft).where(ReportDraft.scan_id == copd_scan)).all() == []
-        except Exception:
-            page.screenshot(path=str(ARTIFACTS / "ask-failure.png"))
-            raise
-        finally:
-            browser.close()
+    with chromium_page(2600, TIMEOUT_MS, ARTIFACTS / "ask-failure.png") as page:
+        log_in(page, base, "dr.chen")
+        _open_patient(page, "mehta")
+        page.get_by_role("button", name="Generate draft").click()
+        expect(page.get_by_text(re.compile(r"The model \(openai\) is writing… \d+ s of 60 s"))).to_be_visible()
+        expect(page.get_by_text("IMPRESSION (checked): COPD with emphysema.")).to_be_visible()  # streamed, checked
+        cancel = page.get_by_role("button", name="Cancel")
+        expect(cancel).to_be_visible()
+        page.mouse.move(0, 0)  # no tooltip over the box in the screenshot
+        page.screenshot(path=str(ARTIFACTS / "ask-06-draft-writing.png"))
+        cancel.click()
+        expect(page.get_by_text(re.compile(r"Cancelled after \d+ s: the model was stopped"))).to_be_visible()
+        expect(page.get_by_text("No draft in progress for this scan.")).to_be_visible()
+        expect(page.get_by_role("button", name="Cancel")).to_have_count(0)
+        page.screenshot(path=str(ARTIFACTS / "ask-07-draft-cancelled.png"))
+        for _ in range(50):  # the server notices the hang-up at its next token
+            if llm_server.dropped:
+                break
+            page.wait_for_timeout(100)
+        assert llm_server.dropped == 1 and llm_server.streamed[-1] < len(llm_server.tokens()) - 100
+        with rt.db.read_only() as s:
+            assert s.scalars(select(ReportDraft).where(ReportDraft.scan_id == copd_scan)).all() == []

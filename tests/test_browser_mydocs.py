@@ -9,10 +9,7 @@ Runs ``streamlit run app.py`` over a private copy of the demo database and knowl
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -25,17 +22,12 @@ from core.kb.base import KnowledgeBase
 from core.kb.index.builder import kb_link
 from core.kb.spaces import DocumentSpaces, owner_key
 from core.runtime import open_runtime
-from core.settings import REPO_ROOT
 from core.store.models import AuditLog, User
+from tests.browser_support import ARTIFACTS, BROWSER_MARKS, ServedApp, chromium_page, served_copy
 from tests.conftest import make_settings
-from tests.test_app_support import CHROMIUM, CHROMIUM_ARGS, free_port, log_in, start_server, stop_server, wait_healthy
+from tests.test_app_support import log_in
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.slow,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium"),
-]
-ARTIFACTS = REPO_ROOT / "test-artifacts" / "browser"
+pytestmark = BROWSER_MARKS
 TIMEOUT_MS = 90_000
 
 PROTOCOL = """---
@@ -61,38 +53,12 @@ immunocompromised and a treatment supporter has been named.
 """
 
 
-@dataclass
-class App:
-    """The running app over ``root``; :meth:`restart` stops it and starts it again (as ``make run`` would)."""
-
-    root: Path
-    port: int
-    proc: subprocess.Popen[bytes]
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def restart(self) -> None:
-        stop_server(self.proc)
-        self.proc = start_server(self.root, self.port, ARTIFACTS / "streamlit-mydocs-2.log")
-        wait_healthy(self.port, self.proc)
-
-
 @pytest.fixture()
-def kb_app(demo_kb_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[App]:
+def kb_app(demo_kb_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ServedApp]:
     """The app over a private copy of the demo database and knowledge bases."""
-    shutil.copytree(demo_kb_root / "data", tmp_path / "data")
-    shutil.copytree(demo_kb_root / "indexes", tmp_path / "indexes", symlinks=True)
     monkeypatch.setenv("CASEBOOK_KB__PROGRESS", "false")
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    app = App(tmp_path, port, start_server(tmp_path, port, ARTIFACTS / "streamlit-mydocs.log"))
-    try:
-        wait_healthy(port, app.proc)
+    with served_copy(demo_kb_root, tmp_path, ARTIFACTS / "streamlit-mydocs.log") as app:
         yield app
-    finally:
-        stop_server(app.proc)
 
 
 def _ask_my_documents(page: object, shot: str) -> None:
@@ -124,56 +90,49 @@ def _make_demo_stale(root: Path, kb: str) -> str:
 
 
 def test_a_doctor_uploads_a_document_sees_it_by_title_and_an_answer_cites_it(
-    kb_app: App, tmp_path_factory: pytest.TempPathFactory
+    kb_app: ServedApp, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     base, root = kb_app.base, kb_app.root
     expect.set_options(timeout=TIMEOUT_MS)  # indexing on a loaded 2-core machine takes a while
     upload = tmp_path_factory.mktemp("upload") / "riverside_isolation.md"
     upload.write_text(PROTOCOL)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+    with chromium_page(1800, TIMEOUT_MS, ARTIFACTS / "failure-mydocs.png") as page:
+        log_in(page, base, "dr.chen")
+        page.get_by_role("link", name="Guideline QA").click()
+        expect(page.get_by_role("heading", name="Guideline QA")).to_be_visible()
+        page.get_by_role("tab", name="My documents").click()
+        expect(page.get_by_text("You have no documents yet")).to_be_visible()
+        expect(page.get_by_text("20 MB", exact=False).first).to_be_visible()
+        expect(page.get_by_text("200MB")).to_have_count(0)  # the uploader states the real limit
+        page.locator("input[type='file']").first.set_input_files(str(upload))
+        page.get_by_role("button", name="Add documents").click()
+        expect(page.get_by_text("Added 1 document(s) to your documents")).to_be_visible()
+        expect(page.get_by_text("You have no documents yet")).to_have_count(0)  # the list refreshed
+        grid = page.locator("[data-testid='stDataFrame']").first
+        expect(grid).to_be_visible()
+        page.screenshot(path=str(ARTIFACTS / "13-my-documents.png"))
+        assert "/tmp" not in page.content() and "casebook-upload" not in page.content()
+
+        _ask_my_documents(page, "14-answer-from-my-document.png")
+
+        # `make run`: `core setup` rebuilds the stale demo KBs (its step core.kb:ensure_demo_kb), the app restarts
+        old = _make_demo_stale(root, "guidelines")
+        ensure_demo_kb(make_settings(root, kb={"progress": False}))
+        rebuilt = kb_link(root / "indexes", "guidelines").resolve()
+        assert json.loads((rebuilt / MANIFEST).read_text())["demo_fingerprint"] == old  # rebuilt, not kept
+        kb_app.restart(ARTIFACTS / "streamlit-mydocs-2.log")
+        browser = page.context.browser
+        assert browser is not None
         page = browser.new_page(viewport={"width": 1400, "height": 1800})
-        page.set_default_timeout(TIMEOUT_MS)
-        try:
-            log_in(page, base, "dr.chen")
-            page.get_by_role("link", name="Guideline QA").click()
-            expect(page.get_by_role("heading", name="Guideline QA")).to_be_visible()
-            page.get_by_role("tab", name="My documents").click()
-            expect(page.get_by_text("You have no documents yet")).to_be_visible()
-            expect(page.get_by_text("20 MB", exact=False).first).to_be_visible()
-            expect(page.get_by_text("200MB")).to_have_count(0)  # the uploader states the real limit
-            page.locator("input[type='file']").first.set_input_files(str(upload))
-            page.get_by_role("button", name="Add documents").click()
-            expect(page.get_by_text("Added 1 document(s) to your documents")).to_be_visible()
-            expect(page.get_by_text("You have no documents yet")).to_have_count(0)  # the list refreshed
-            grid = page.locator("[data-testid='stDataFrame']").first
-            expect(grid).to_be_visible()
-            page.screenshot(path=str(ARTIFACTS / "13-my-documents.png"))
-            assert "/tmp" not in page.content() and "casebook-upload" not in page.content()
-
-            _ask_my_documents(page, "14-answer-from-my-document.png")
-
-            # `make run`: `core setup` rebuilds the stale demo KBs (its step core.kb:ensure_demo_kb), the app restarts
-            old = _make_demo_stale(root, "guidelines")
-            ensure_demo_kb(make_settings(root, kb={"progress": False}))
-            rebuilt = kb_link(root / "indexes", "guidelines").resolve()
-            assert json.loads((rebuilt / MANIFEST).read_text())["demo_fingerprint"] == old  # rebuilt, not kept
-            kb_app.restart()
-            page = browser.new_page(viewport={"width": 1400, "height": 1800})
-            log_in(page, base, "dr.chen")
-            page.get_by_role("link", name="Guideline QA").click()
-            page.get_by_role("tab", name="My documents").click()
-            expect(page.locator("[data-testid='stDataFrame']").first).to_be_visible()  # the list survived
-            expect(page.get_by_text("Riverside Demo Hospital TB Isolation Protocol")).not_to_have_count(0)
-            expect(page.get_by_text("You have no documents yet")).to_have_count(0)
-            _ask_my_documents(page, "15-answer-after-setup-and-restart.png")
-        except Exception:
-            page.screenshot(path=str(ARTIFACTS / "failure-mydocs.png"))
-            raise
-        finally:
-            browser.close()
+        log_in(page, base, "dr.chen")
+        page.get_by_role("link", name="Guideline QA").click()
+        page.get_by_role("tab", name="My documents").click()
+        expect(page.locator("[data-testid='stDataFrame']").first).to_be_visible()  # the list survived
+        expect(page.get_by_text("Riverside Demo Hospital TB Isolation Protocol")).not_to_have_count(0)
+        expect(page.get_by_text("You have no documents yet")).to_have_count(0)
+        _ask_my_documents(page, "15-answer-after-setup-and-restart.png")
     settings = make_settings(root)
     rt = open_runtime(settings)
     with rt.db.read_only() as s:

@@ -11,7 +11,6 @@ Screenshots go to ``test-artifacts/browser/`` (git-ignored) like tests/test_brow
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,75 +18,48 @@ import pytest
 from sqlalchemy import select
 
 from core.runtime import open_runtime
-from core.settings import REPO_ROOT
 from core.store.models import Scan, UserSession
+from tests.browser_support import ARTIFACTS, BROWSER_MARKS, chromium_page, served_copy
 from tests.conftest import make_settings, scan_of
-from tests.test_app_support import CHROMIUM, CHROMIUM_ARGS, free_port, start_server, stop_server, wait_healthy
+from tests.test_app_support import log_in, sign_in
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.slow,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium"),
-]
-ARTIFACTS = REPO_ROOT / "test-artifacts" / "browser"
+pytestmark = BROWSER_MARKS
 TIMEOUT_MS = 30_000
 
 
 @pytest.fixture()
 def server(demo_root: Path, tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """The app over a private copy of the demo database: (base URL, data root)."""
-    shutil.copytree(demo_root / "data", tmp_path / "data")
-    shutil.copytree(demo_root / "indexes", tmp_path / "indexes", symlinks=True)
-    port = free_port()
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    proc = start_server(tmp_path, port, ARTIFACTS / "streamlit-sessions.log")
-    try:
-        wait_healthy(port, proc)
-        yield f"http://127.0.0.1:{port}", tmp_path
-    finally:
-        stop_server(proc)
-
-
-def _sign_in(page: object, username: str) -> None:
-    page.get_by_label("Username").fill(username)  # type: ignore[attr-defined]
-    page.get_by_role("textbox", name="Password").fill("casebook-demo")  # type: ignore[attr-defined]
-    page.get_by_role("button", name="Log in").click()  # type: ignore[attr-defined]
+    with served_copy(demo_root, tmp_path, ARTIFACTS / "streamlit-sessions.log") as app:
+        yield app.base, app.root
 
 
 def test_reload_keeps_the_session_and_log_out_revokes_it(server: tuple[str, Path]) -> None:
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     base, root = server
     rt = open_runtime(make_settings(root))
     with rt.db.read_only() as s:  # the demo copy may already hold sessions other tests left behind
         before = set(s.scalars(select(UserSession.id)))
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        context = browser.new_context(viewport={"width": 1400, "height": 1400})
-        page = context.new_page()
-        page.set_default_timeout(TIMEOUT_MS)
-        try:
-            page.goto(base + "/")
-            _sign_in(page, "dr.chen")
-            expect(page.get_by_role("heading", name="Scan Review")).to_be_visible()
-            expect(page.get_by_text("Signed in as")).to_be_visible()
-            page.wait_for_function("document.cookie.includes('casebook_session=')")
-            cookie = next(c for c in context.cookies() if c["name"] == "casebook_session")
-            assert cookie["value"] not in page.url and cookie["sameSite"] == "Strict"
-            page.reload()  # F5
-            expect(page.get_by_role("heading", name="Scan Review")).to_be_visible()
-            expect(page.get_by_text("Signed in as")).to_be_visible()
-            expect(page.get_by_label("Username")).to_have_count(0)
-            page.screenshot(path=str(ARTIFACTS / "sessions-01-after-reload.png"))
+    with chromium_page(1400, TIMEOUT_MS) as page:
+        log_in(page, base, "dr.chen")
+        expect(page.get_by_role("heading", name="Scan Review")).to_be_visible()
+        expect(page.get_by_text("Signed in as")).to_be_visible()
+        page.wait_for_function("document.cookie.includes('casebook_session=')")
+        cookie = next(c for c in page.context.cookies() if c["name"] == "casebook_session")
+        assert cookie["value"] not in page.url and cookie["sameSite"] == "Strict"
+        page.reload()  # F5
+        expect(page.get_by_role("heading", name="Scan Review")).to_be_visible()
+        expect(page.get_by_text("Signed in as")).to_be_visible()
+        expect(page.get_by_label("Username")).to_have_count(0)
+        page.screenshot(path=str(ARTIFACTS / "sessions-01-after-reload.png"))
 
-            page.get_by_role("button", name="Log out").click()
-            expect(page.get_by_label("Username")).to_be_visible()
-            page.reload()  # the old cookie, if still there, names a revoked session
-            expect(page.get_by_label("Username")).to_be_visible()
-            expect(page.get_by_text("Signed in as")).to_have_count(0)
-            page.screenshot(path=str(ARTIFACTS / "sessions-02-after-logout.png"))
-        finally:
-            browser.close()
+        page.get_by_role("button", name="Log out").click()
+        expect(page.get_by_label("Username")).to_be_visible()
+        page.reload()  # the old cookie, if still there, names a revoked session
+        expect(page.get_by_label("Username")).to_be_visible()
+        expect(page.get_by_text("Signed in as")).to_have_count(0)
+        page.screenshot(path=str(ARTIFACTS / "sessions-02-after-logout.png"))
     with rt.db.read_only() as s:
         sessions = [u for u in s.scalars(select(UserSession)) if u.id not in before]
     assert len(sessions) == 1 and sessions[0].revoked_at is not None  # one log-in, one session, revoked
@@ -95,38 +67,32 @@ def test_reload_keeps_the_session_and_log_out_revokes_it(server: tuple[str, Path
 
 
 def test_a_deep_link_lands_on_its_page_and_scan_after_log_in(server: tuple[str, Path]) -> None:
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     base, root = server
     rt = open_runtime(make_settings(root))
     scan = scan_of(rt, "imran.khan")
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1400})
-        page.set_default_timeout(TIMEOUT_MS)
-        try:
-            page.goto(f"{base}/report_draft?scan={scan}")
-            expect(page.get_by_label("Username")).to_be_visible()
-            expect(page.get_by_text("Page not found")).to_have_count(0)
-            page.screenshot(path=str(ARTIFACTS / "sessions-03-deep-link-log-in.png"))
-            _sign_in(page, "dr.chen")
-            expect(page.get_by_role("heading", name="Report Draft")).to_be_visible()
-            page.wait_for_url(f"**/report_draft?scan={scan}**")
-            expect(page.get_by_text("Tension pneumothorax").first).to_be_visible()
-            expect(page.get_by_text("Page not found")).to_have_count(0)
-            expect(page.get_by_text("Signed in as")).to_be_visible()  # app.py ran: the session was checked
-            page.screenshot(path=str(ARTIFACTS / "sessions-04-deep-link-landed.png"))
-            page.reload()  # F5 on a page other than the home page
-            expect(page.get_by_role("heading", name="Report Draft")).to_be_visible()
-            expect(page.get_by_label("Username")).to_have_count(0)
-            assert f"scan={scan}" in page.url
-        finally:
-            browser.close()
+    with chromium_page(1400, TIMEOUT_MS) as page:
+        page.goto(f"{base}/report_draft?scan={scan}")
+        expect(page.get_by_label("Username")).to_be_visible()
+        expect(page.get_by_text("Page not found")).to_have_count(0)
+        page.screenshot(path=str(ARTIFACTS / "sessions-03-deep-link-log-in.png"))
+        sign_in(page, "dr.chen")
+        expect(page.get_by_role("heading", name="Report Draft")).to_be_visible()
+        page.wait_for_url(f"**/report_draft?scan={scan}**")
+        expect(page.get_by_text("Tension pneumothorax").first).to_be_visible()
+        expect(page.get_by_text("Page not found")).to_have_count(0)
+        expect(page.get_by_text("Signed in as")).to_be_visible()  # app.py ran: the session was checked
+        page.screenshot(path=str(ARTIFACTS / "sessions-04-deep-link-landed.png"))
+        page.reload()  # F5 on a page other than the home page
+        expect(page.get_by_role("heading", name="Report Draft")).to_be_visible()
+        expect(page.get_by_label("Username")).to_have_count(0)
+        assert f"scan={scan}" in page.url
     rt.db.dispose()
 
 
 def test_a_patient_sees_no_unsigned_ai_output(server: tuple[str, Path]) -> None:
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     base, root = server
     rt = open_runtime(make_settings(root))
@@ -134,20 +100,13 @@ def test_a_patient_sees_no_unsigned_ai_output(server: tuple[str, Path]) -> None:
     with rt.db.read_only() as s:
         reading = s.scalar(select(Scan.ai_diagnosis).where(Scan.id == newest))
     assert reading
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1400})
-        page.set_default_timeout(TIMEOUT_MS)
-        try:
-            page.goto(base + "/")
-            _sign_in(page, "rahul.mehta")
-            expect(page.get_by_role("heading", name="My scans")).to_be_visible()
-            page.wait_for_url(f"**scan={newest}**")
-            expect(page.get_by_text("Awaiting your doctor's review").first).to_be_visible()
-            body = page.locator("body").inner_text()
-            for leak in (reading, "AI reading", "AI confidence", "Similarity", "HC-"):
-                assert leak not in body, leak
-            page.screenshot(path=str(ARTIFACTS / "sessions-05-patient-awaiting.png"))
-        finally:
-            browser.close()
+    with chromium_page(1400, TIMEOUT_MS) as page:
+        log_in(page, base, "rahul.mehta")
+        expect(page.get_by_role("heading", name="My scans")).to_be_visible()
+        page.wait_for_url(f"**scan={newest}**")
+        expect(page.get_by_text("Awaiting your doctor's review").first).to_be_visible()
+        body = page.locator("body").inner_text()
+        for leak in (reading, "AI reading", "AI confidence", "Similarity", "HC-"):
+            assert leak not in body, leak
+        page.screenshot(path=str(ARTIFACTS / "sessions-05-patient-awaiting.png"))
     rt.db.dispose()

@@ -1,0 +1,108 @@
+"""What the browser suites share (no tests here): their marks, a served app over a private copy, a Chromium page.
+
+Every tests/test_browser*.py runs ``streamlit run app.py`` on a free 127.0.0.1 port over a
+private copy of a demo folder and drives Debian's chromium through Playwright. The server
+and browser primitives underneath are in :mod:`tests.test_app_support` (bench/ui_bench.py
+uses them too); this module is the set-up the suites repeated around them. Screenshots and
+server logs go to ``test-artifacts/browser/`` (git-ignored) unless a suite says otherwise.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from core.settings import REPO_ROOT
+from tests.test_app_support import CHROMIUM, CHROMIUM_ARGS, free_port, start_server, stop_server, wait_healthy
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
+
+__all__ = ["ARTIFACTS", "BROWSER_MARKS", "ServedApp", "chromium_page", "open_patient", "served_copy"]
+
+ARTIFACTS = REPO_ROOT / "test-artifacts" / "browser"
+# A browser suite's ``pytestmark``: slow, browser, and skipped where Debian's chromium is missing.
+BROWSER_MARKS = [
+    pytest.mark.browser,
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium (make browser-deps)"
+    ),
+]
+
+
+@dataclass
+class ServedApp:
+    """The running app over ``root``; :meth:`restart` stops it and starts it again (as ``make run`` would)."""
+
+    root: Path
+    port: int
+    proc: subprocess.Popen[bytes]
+
+    @property
+    def base(self) -> str:
+        """The app's base URL."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def restart(self, log: Path) -> None:
+        """Stop the server and start it again on the same port, its output now going to ``log``."""
+        stop_server(self.proc)
+        self.proc = start_server(self.root, self.port, log)
+        wait_healthy(self.port, self.proc)
+
+
+@contextmanager
+def served_copy(source: Path, tmp_path: Path, log: Path) -> Iterator[ServedApp]:
+    """The app over a private copy (in ``tmp_path``) of ``source``'s database and indexes; stopped on exit.
+
+    The server's output goes to ``log`` (its folder is created).
+    """
+    shutil.copytree(source / "data", tmp_path / "data")
+    shutil.copytree(source / "indexes", tmp_path / "indexes", symlinks=True)
+    port = free_port()
+    log.parent.mkdir(parents=True, exist_ok=True)
+    app = ServedApp(tmp_path, port, start_server(tmp_path, port, log))
+    try:
+        wait_healthy(port, app.proc)
+        yield app
+    finally:
+        stop_server(app.proc)
+
+
+@contextmanager
+def chromium_page(height: int, timeout_ms: float, failure: Path | None = None) -> Iterator[Page]:
+    """A page of headless Chromium, 1400 px wide and ``height`` tall, ``timeout_ms`` its default timeout.
+
+    When the body raises and ``failure`` is given, the newest open page (a test may open
+    another through ``page.context.browser``) is saved there first. The browser closes on exit.
+    """
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": height})
+        page.set_default_timeout(timeout_ms)
+        try:
+            yield page
+        except Exception:
+            if failure is not None:
+                failure.parent.mkdir(parents=True, exist_ok=True)
+                newest = [pg for context in browser.contexts for pg in context.pages][-1]
+                newest.screenshot(path=str(failure))
+            raise
+        finally:
+            browser.close()
+
+
+def open_patient(page: Page, name: str) -> None:
+    """Search the Scan Review page for a patient by ``name`` (the caller waits for what should appear)."""
+    search = page.get_by_role("textbox", name="Search patients")
+    search.fill(name)
+    search.press("Enter")
