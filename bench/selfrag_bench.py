@@ -224,14 +224,14 @@ def _serve_default_model(settings: Any, parallel: int) -> tuple[Any, str, str]:
     from core.embed.base import free_cores
     from core.llm.models import verified_model_path
 
-    s = settings.llm
+    s = settings.llm.llamacpp
     params = xllamacpp.CommonParams()
     params.model.path = str(verified_model_path(settings))
     params.n_parallel = parallel
     params.n_ctx = s.n_ctx * parallel  # llama.cpp splits the context between the slots
     params.n_batch = s.n_batch
     params.cpuparams.n_threads = params.cpuparams_batch.n_threads = free_cores(s.threads)
-    params.sampling.seed = s.seed
+    params.sampling.seed = settings.llm.seed
     params.warmup = False
     params.verbosity = -1
     key = secrets.token_hex(16)
