@@ -12,16 +12,14 @@ from pathlib import Path
 import pytest
 
 from core.config.guideline import GuidelineQASettings
-from core.guideline.compose import rank_sentences
-from core.guideline.constraints import Candidate
 from core.guideline.pipeline import GuidelineQA
 from core.guideline.slots import asked_condition, other_condition, question_slot
 from core.guideline.types import QAAbstention, QAAnswer, Trace
-from core.kb.types import Hit
 from core.settings import Settings
 from tests.conftest import make_settings
 from tests.test_guideline_gates import LEXICON, hit
 from tests.test_guideline_pipeline import ListRetriever
+from tests.test_guideline_question_classes import ranked
 
 CFG = GuidelineQASettings()
 NO_CONDITIONS = CFG.model_copy(update={"conditions": {}})
@@ -69,11 +67,6 @@ PRINCIPLES = hit(
     title="Testing for Latent Tuberculosis Infection", section_title="Interpreting TST and IGRA results",
     section_path=("Interpreting TST and IGRA results",),
 )  # fmt: skip
-
-
-def ranked(question: str, chunks: list[Hit], cfg: GuidelineQASettings = CFG, slotted: bool = True) -> list[str]:
-    slot = question_slot(question, cfg, ()) if slotted else None
-    return [s.text for s in rank_sentences(question, [Candidate(h, 0.8, 0.9) for h in chunks], cfg, slot)]
 
 
 @pytest.mark.parametrize(
