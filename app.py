@@ -13,6 +13,7 @@ import streamlit as st
 
 from core.auth import CurrentUser
 from pages._shared import login_form, logout, resolve_user, sync_session_cookie
+from pages._text import inert
 
 st.set_page_config(page_title="Casebook", page_icon="🩺", layout="wide")
 
@@ -60,7 +61,7 @@ def pages_for(user: CurrentUser | None) -> dict[str, list[st.Page]] | list[st.Pa
 
 user = resolve_user()
 if user is not None:
-    st.sidebar.markdown(f"Signed in as **{user.display_name}** ({user.role})")
+    st.sidebar.markdown(f"Signed in as **{inert(user.display_name)}** ({inert(user.role)})")
     st.sidebar.button("Log out", on_click=logout, icon="🚪")
 st.sidebar.caption("Casebook · demo data, not for clinical use")
 sync_session_cookie()

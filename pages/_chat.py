@@ -10,9 +10,9 @@ import streamlit as st
 from core.answer.compose import OUT_OF_SCOPE
 from core.contracts import INSUFFICIENT_DATA, NO_COMPARABLE_CASES
 from core.errors import CasebookError, ConflictError, RateLimitedError
-from core.privacy.text import escape_markdown
 from pages._model_choice import ChoiceBox, model_for
 from pages._shared import show_error
+from pages._text import inert
 from pages._widgets import citation_chips, confidence_badge
 
 if TYPE_CHECKING:
@@ -33,9 +33,9 @@ _REASONS = {
 def _assistant(content: str, cited: list[str], confidence: str | None, key: str, reason: str | None = None) -> None:
     if content in _ABSTAIN:
         why = _REASONS.get(reason or "", reason) if reason else _ABSTAIN[content]
-        st.warning(f"**The AI abstained.** {content}\n\n{why[0].upper() + why[1:]}", icon="🛑")
+        st.warning(f"**The AI abstained.** {inert(content)}\n\n{inert(why[0].upper() + why[1:])}", icon="🛑")
     else:
-        st.markdown(escape_markdown(content))  # model text renders as plain text: no links, images or HTML
+        st.markdown(inert(content))  # model text renders as plain text: no links, images or HTML
     if content != OUT_OF_SCOPE:  # a pointer to Guideline QA is no case-based answer: no evidence badge
         confidence_badge(confidence)
     citation_chips(cited, key)
@@ -55,7 +55,7 @@ def _guideline_link(question: str, key: str) -> None:
 def _status_line(result: AskResult) -> None:
     """One short line when the model was not used (timeout, failure, guard): the badge is the shown answer's."""
     if result.path == "extractive" and result.reason:
-        st.caption(f"Model not used ({result.reason}): showing the answer computed from the similar cases.")
+        st.caption(f"Model not used ({inert(result.reason)}): showing the answer computed from the similar cases.")
 
 
 def _history(rt: Runtime, user: CurrentUser, scan_id: str) -> list[dict[str, Any]]:
@@ -78,10 +78,10 @@ def _ask(rt: Runtime, user: CurrentUser, scan_id: str, question: str, key: str, 
     try:
         first = next(events)
     except RateLimitedError as exc:
-        st.error(f"Rate limited, retry in {max(1, round(exc.retry_after_s))} s.", icon="⏳")
+        st.error(f"Rate limited, retry in {max(1, round(exc.retry_after_s)):d} s.", icon="⏳")
         return
     except ConflictError as exc:
-        st.warning(f"{exc}. {exc.hint}", icon="⏳")
+        st.warning(f"{inert(exc)}. {inert(exc.hint)}", icon="⏳")
         return
     except CasebookError as exc:
         show_error("Ask AI could not answer", exc)
@@ -90,10 +90,10 @@ def _ask(rt: Runtime, user: CurrentUser, scan_id: str, question: str, key: str, 
     runs = plan is not None and plan.starts
     box = st.empty()
     with box.container():
-        st.markdown(escape_markdown(first.text))
+        st.markdown(inert(first.text))
         st.caption("Instant answer from the similar cases" + (" · the model is writing…" if runs else ""))
     if runs and plan is not None and (note := plan.note()):  # measured speed here, said up front
-        st.caption(f"{note}. The instant answer stands if it runs out.")
+        st.caption(f"{inert(note)}. The instant answer stands if it runs out.")
     if runs:  # a click reruns the page, which closes the stream: the backend stops between two tokens
         st.button("Cancel", key=f"cancel-{key}", icon="⏹️", help="Stop the model; the instant answer stays.")
     final: AskResult | None = first.result if first.result and first.result.path == "fixed" else None
@@ -113,7 +113,7 @@ def _ask(rt: Runtime, user: CurrentUser, scan_id: str, question: str, key: str, 
                 received += len(piece)
                 writing.caption(
                     f"The model is writing… {time.monotonic() - started:.0f} s of {plan.budget_s:g} s, "
-                    f"{received} characters, shown once they pass the answer rules."
+                    f"{received:d} characters, shown once they pass the answer rules."
                 )
             writing.empty()
         else:
@@ -127,7 +127,9 @@ def _ask(rt: Runtime, user: CurrentUser, scan_id: str, question: str, key: str, 
         return
     a = result.answer
     with box.container():
-        _assistant(a.answer, list(a.citedCaseIds), a.confidence, key, result.abstention.reason if result.abstention else None)
+        _assistant(
+            a.answer, list(a.citedCaseIds), a.confidence, key, result.abstention.reason if result.abstention else None
+        )
         if plan is not None and plan.waits:  # nothing started: the doctor chooses how to go on
             _box(scan_id).hold(plan, question=question)
             _box(scan_id).show(rt)
@@ -153,7 +155,7 @@ def chat_panel(rt: Runtime, user: CurrentUser, scan_id: str) -> None:
         for i, m in enumerate(past):
             with st.chat_message(m["role"]):
                 if m["role"] == "user":
-                    st.markdown(escape_markdown(m["content"]))
+                    st.markdown(inert(m["content"]))
                 elif m.get("pending"):
                     st.caption("Answer pending… it appears here when ready (reload to refresh).")
                 else:
@@ -171,6 +173,6 @@ def chat_panel(rt: Runtime, user: CurrentUser, scan_id: str) -> None:
     box.show(rt)  # a choice still waiting stays under the history
     if question:
         with st.chat_message("user"):
-            st.markdown(escape_markdown(question))
+            st.markdown(inert(question))
         with st.chat_message("assistant"):
             _ask(rt, user, scan_id, question, f"{scan_id}-{len(past) + 1}", choice)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import streamlit as st
 
 from core.errors import CasebookError
+from pages._text import inert
 
 if TYPE_CHECKING:
     from core.auth import CurrentUser
@@ -131,11 +132,11 @@ def draft_editor(rt: Runtime, user: CurrentUser, scan_id: str) -> None:
     if state["draft_id"] is None:
         st.badge("Unsaved draft", icon="✏️", color="orange")
     elif unsaved:
-        st.badge(f"Draft #{state['draft_id']} · unsaved changes", icon="✏️", color="orange")
+        st.badge(f"Draft #{state['draft_id']:d} · unsaved changes", icon="✏️", color="orange")
     else:
-        st.badge(f"Saved draft #{state['draft_id']}", icon="💾", color="green")
+        st.badge(f"Saved draft #{state['draft_id']:d}", icon="💾", color="green")
     if state.get("author"):
-        st.caption(state["author"])
+        st.caption(inert(state["author"]))
     for s in SECTIONS:
         st.text_area(s.upper(), key=f"{key}:{s}", height=80 if s in {"comparison", "recommendations"} else 110)
         st.caption(_HELP[s])

@@ -18,10 +18,10 @@ import streamlit as st
 from core.errors import CasebookError
 from core.llm.budget import CancelToken
 from core.llm.plan import plan_call
-from core.privacy.text import escape_markdown
 from pages._draft import flash, load_generated, state_key
 from pages._model_choice import ChoiceBox, model_for
 from pages._shared import current_user
+from pages._text import inert
 
 if TYPE_CHECKING:
     from core.llm.base import LLM
@@ -57,14 +57,14 @@ def _write(rt: Runtime, scan_id: str, plan: DraftPlan, llm: LLM | None, token: C
                       help="Stop the model. Nothing is saved; the editor keeps what it had.")  # fmt: skip
     draft = None
     writer = f"The model ({llm.backend})" if llm is not None else "The template"
-    clock.caption(f"{writer} is starting…")
+    clock.caption(f"{inert(writer)} is starting…")
     with closing(stream_draft(rt, plan, llm, token, doctor_id=user.id if user else None)) as events:
         for event in events:
             if event.kind == "tick":
-                clock.caption(f"{writer} is writing… {event.elapsed_s:.0f} s of {token.budget_s or 0:.0f} s · "
-                              f"{event.chars} characters received; sections appear once they pass the answer rules.")  # fmt: skip
+                clock.caption(f"{inert(writer)} is writing… {event.elapsed_s:.0f} s of {token.budget_s or 0:.0f} s · "
+                              f"{event.chars:d} characters received; sections appear once they pass the answer rules.")  # fmt: skip
             elif event.kind == "section":
-                checked.markdown("\n\n".join(f"**{k.upper()}** (checked): {escape_markdown(v)}"
+                checked.markdown("\n\n".join(f"**{inert(k.upper())}** (checked): {inert(v)}"
                                              for k, v in event.sections.items()))  # fmt: skip
             else:
                 draft = event.draft
@@ -94,7 +94,7 @@ def draft_generation(rt: Runtime, scan_id: str, requested: bool) -> None:
             box.show(rt)
             return
         if call.starts and (note := call.note()):
-            st.caption(f"{note}.")
+            st.caption(f"{inert(note)}.")
         _write(rt, scan_id, plan, llm if call.starts else None, call.token())
     except CasebookError as exc:
         flash("error", f"Could not generate a draft: {exc}. {exc.hint}")

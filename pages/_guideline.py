@@ -9,6 +9,7 @@ import streamlit as st
 
 from core.errors import CasebookError
 from pages._shared import runtime_for, runtime_part, show_error
+from pages._text import inert
 
 if TYPE_CHECKING:
     from core.guideline.pipeline import GuidelineQA
@@ -53,19 +54,12 @@ def highlight(snippet: str, bullet: str) -> str:
     shared = {w.lower() for w in _WORD.findall(bullet) if len(w) > 3}
     out, last = [], 0
     for m in _WORD.finditer(snippet):
-        out.append(_escape(snippet[last : m.start()]))
+        out.append(inert(snippet[last : m.start()]))
         word = m.group(0)
-        out.append(f":orange-background[{word}]" if word.lower() in shared else _escape(word))
+        out.append(f":orange-background[{inert(word)}]" if word.lower() in shared else inert(word))
         last = m.end()
-    out.append(_escape(snippet[last:]))
+    out.append(inert(snippet[last:]))
     return "".join(out)
-
-
-def _escape(text: str) -> str:
-    """Model or document text shown literally: no Markdown, HTML, link, bare address or ``:colour[]`` acts."""
-    from core.privacy.text import escape_markdown
-
-    return re.sub(r":(?!\\/)", r"\\:", escape_markdown(text))
 
 
 def kb_summary(kb: KnowledgeBase) -> dict[str, Any]:
@@ -81,16 +75,16 @@ def _bullet(i: int, b: Bullet, with_evidence: bool) -> None:
 
     rows = table_rows(b.text)
     if rows:
-        st.markdown(f"**{i}.** From a table:")
+        st.markdown(f"**{i:d}.** From a table:")
         st.table(rows)
     for n, block in enumerate(split_tables(b.text) if not rows else []):
         if isinstance(block, list):  # a table row, or a lead-in and the table it introduces
             st.table(block)
         else:
-            st.markdown((f"**{i}.** " if n == 0 else "") + _escape(block.replace("\n", " ")))
+            st.markdown((f"**{i:d}.** " if n == 0 else "") + inert(block.replace("\n", " ")))
     if with_evidence:
         st.markdown("> " + highlight(b.evidence.text, b.text))
-        st.caption(f"Source: {source_line(b.evidence.source, b.evidence.demo)} · word overlap {b.overlap:.0%}")
+        st.caption(f"Source: {inert(source_line(b.evidence.source, b.evidence.demo))} · word overlap {b.overlap:.0%}")
 
 
 def _chunk(text: str) -> None:
@@ -101,7 +95,7 @@ def _chunk(text: str) -> None:
         if isinstance(block, list):
             st.table(block)
         else:
-            st.caption(block)
+            st.caption(inert(block))
 
 
 def show_result(result: QAResult) -> None:
@@ -109,18 +103,18 @@ def show_result(result: QAResult) -> None:
     from core.guideline.present import source_line
 
     label, colour = ROUTE_BADGE.get(result.route, (result.route, "gray"))
-    st.badge(label, color=colour)  # type: ignore[arg-type]
+    st.badge(inert(label), color=colour)  # type: ignore[arg-type]
     if any(e.kb == "user" or e.kb.startswith("user.") for e in getattr(result, "evidence", [])):
         st.badge("Your documents", color="green")
     if result.kind == "abstain":
         with st.container(border=True):
             st.warning(
-                f"**No answer (ABSTAIN).** {result.reason[:1].upper()}{result.reason[1:]}",
+                f"**No answer (ABSTAIN).** {inert(result.reason[:1].upper() + result.reason[1:])}",
                 icon="🛑",
             )
             if result.stage != "policy":  # a refused request gets no advice on rephrasing it
                 st.caption(
-                    f"Stopped at the {result.stage} step. Casebook answers only from retrieved guideline and "
+                    f"Stopped at the {inert(result.stage)} step. Casebook answers only from retrieved guideline and "
                     "drug-label text; rephrase the question, pick another knowledge base, or consult the source."
                 )
     else:
@@ -130,18 +124,22 @@ def show_result(result: QAResult) -> None:
         m3.metric("Written by", result.backend)
         with st.container(border=True):
             if result.statement:
-                st.markdown(f"**{_escape(result.statement)}**")
+                st.markdown(f"**{inert(result.statement)}**")
             for i, b in enumerate(result.bullets, 1):
                 _bullet(i, b, st.session_state.get("guideline-evidence", False))
             sources = list(dict.fromkeys(source_line(e.source, e.demo) for e in result.evidence))
-            st.caption("Source: " + (" · ".join(sources) if sources else "the label's list of sections"))
+            st.caption(
+                "Source: " + (" · ".join(inert(x) for x in sources) if sources else "the label's list of sections")
+            )
         st.toggle("Show the evidence behind each bullet", key="guideline-evidence")
         if result.patient_summary:
             with st.expander("Patient-friendly summary"):
-                st.markdown(_escape(result.patient_summary))  # model text: plain, never live Markdown
-        with st.expander(f"Evidence chunks ({len(result.evidence)})"):
+                st.markdown(inert(result.patient_summary))  # model text: plain, never live Markdown
+        with st.expander(f"Evidence chunks ({len(result.evidence):d})"):
             for c in result.evidence:
-                st.markdown(f"**{source_line(c.source, c.demo)}** · `{c.kb}` · confidence {c.confidence:.0%}")
+                st.markdown(
+                    f"**{inert(source_line(c.source, c.demo))}** · {inert(c.kb)} · confidence {c.confidence:.0%}"
+                )
                 _chunk(c.text)
     with st.expander("Trace (every step)"):
         st.json([s.model_dump() for s in result.trace.steps], expanded=False)
@@ -180,7 +178,7 @@ def ask_panel(settings: str, kbs: dict[str, Any], spaces: tuple[str, ...] = ()) 
             help="Tuberculosis and community-acquired pneumonia only. Not for individual treatment decisions.",
         )
         asked = st.form_submit_button("Ask", type="primary")
-    st.caption("Examples: " + " · ".join(f"_{e}_" for e in EXAMPLES))
+    st.caption("Examples: " + " · ".join(f"_{inert(e)}_" for e in EXAMPLES))
     if asked:
         if not question.strip():
             st.warning("Type a question first.")
@@ -216,5 +214,5 @@ def search_panel(settings: str, kbs: dict[str, Any]) -> None:
     if not hits:
         st.info("Nothing in this knowledge base matches.")
     for h in hits:
-        st.markdown(f"**{h.title or h.doc_id}** · {h.section_title or '—'} · score {h.score:.3f}")
-        st.caption(h.text[:400] + ("…" if len(h.text) > 400 else ""))
+        st.markdown(f"**{inert(h.title or h.doc_id)}** · {inert(h.section_title or '—')} · score {h.score:.3f}")
+        st.caption(inert(h.text[:400] + ("…" if len(h.text) > 400 else "")))

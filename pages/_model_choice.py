@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import streamlit as st
 
 from pages._shared import get_llm, get_remote_llm, remote_backend
+from pages._text import inert
 
 if TYPE_CHECKING:
     from core.llm.base import LLM
@@ -77,13 +78,13 @@ class ChoiceBox:
             return
         w, i = self.widget, self.ident
         with st.container(border=True, key=f"{w}-choice-{i}"):
-            st.warning(f"Local model: {held['message']}. Not started: it would run out of time. {self.note}".strip(),
+            st.warning(f"Local model: {inert(held['message'])}. Not started: it would run out of time. {inert(self.note)}".strip(),
                        icon="⏱️")  # fmt: skip
             left, middle, right = st.columns(3)
             left.button(f"Run anyway (up to {held['anyway_s']:.0f} s)", key=f"{w}-anyway-{i}",
                         on_click=self._choose, args=("local",))  # fmt: skip
             remote = remote_backend(rt)
-            middle.button(f"Use {remote or 'a remote backend'}", key=f"{w}-remote-{i}", disabled=remote is None,
+            middle.button(f"Use {inert(remote or 'a remote backend')}", key=f"{w}-remote-{i}", disabled=remote is None,
                           on_click=self._choose, args=("remote",),
                           help="Names are removed before anything leaves." if remote else "No remote backend has a key set.")  # fmt: skip
-            right.button(self.none_label, key=f"{w}-{self.none_key}-{i}", on_click=self._choose, args=("none",))
+            right.button(inert(self.none_label), key=f"{w}-{self.none_key}-{i}", on_click=self._choose, args=("none",))

@@ -12,6 +12,7 @@ import streamlit as st
 from core.errors import CasebookError
 from core.settings import REPO_ROOT
 from pages._shared import get_runtime, runtime_for, runtime_part, show_error
+from pages._text import inert
 
 if TYPE_CHECKING:
     from core.config.selfrag import RetrievalMode
@@ -48,10 +49,13 @@ def parse_options(text: str) -> dict[str, str]:
 def show_trace(trace: SelfRagTrace) -> None:
     """The whole trace: decision, reranked documents, iterations, answer."""
     if trace.abstention is not None:
-        st.warning(f"**No answer** ({trace.abstention.reason}). {trace.abstention.detail}", icon="🛑")
+        st.warning(f"**No answer** ({inert(trace.abstention.reason)}). {inert(trace.abstention.detail)}", icon="🛑")
     else:
         answer = trace.letter or trace.clean_answer or "—"
-        st.success(f"**Answer:** {answer}" + (f" — {trace.options.get(trace.letter, '')}" if trace.letter else ""))
+        st.success(
+            f"**Answer:** {inert(answer)}"
+            + (f" — {inert(trace.options.get(trace.letter, ''))}" if trace.letter else "")
+        )
     d = trace.decision
     m1, m2, m3, m4 = st.columns(4)
     p = d.p_retrieve if d else None
@@ -62,9 +66,9 @@ def show_trace(trace: SelfRagTrace) -> None:
     m3.metric("Retrieved", "yes" if d and d.retrieve else "no", help=d.reason if d else None)
     m4.metric("Seconds", f"{sum(trace.seconds.values()):.1f}")
     if d:
-        st.caption(f"Decision ({d.mode}): {trace.retrieval_note or d.reason}")
+        st.caption(f"Decision ({inert(d.mode)}): {inert(trace.retrieval_note or d.reason)}")
     for note in trace.budget_notes:
-        st.caption(f"⏱ {note}")
+        st.caption(f"⏱ {inert(note)}")
     if trace.documents:
         st.subheader("Reranked documents")
         rows = [
@@ -87,10 +91,10 @@ def show_trace(trace: SelfRagTrace) -> None:
         st.dataframe(df, hide_index=True)
         for i, sd in enumerate(trace.documents):
             with st.expander(
-                f"{i + 1}. {sd.document.title or sd.document.doc_id} ({'kept' if sd.kept else 'dropped'})"
+                f"{i + 1:d}. {inert(sd.document.title or sd.document.doc_id)} ({'kept' if sd.kept else 'dropped'})"
             ):
-                st.caption(sd.document.source)
-                st.write(sd.document.text[:1500])
+                st.caption(inert(sd.document.source))
+                st.markdown(inert(sd.document.text[:1500]))
     elif d and d.retrieve:
         st.info("Retrieval ran but returned no documents.")
     if trace.iterations:
@@ -110,7 +114,7 @@ def show_trace(trace: SelfRagTrace) -> None:
             st.plotly_chart(fig, width="stretch", key="selfrag-iterations")
         st.dataframe(it, hide_index=True)
         if trace.best_iteration is not None:
-            st.caption(f"Kept answer {trace.best_iteration} (highest expected utility).")
+            st.caption(f"Kept answer {trace.best_iteration:d} (highest expected utility).")
     with st.expander("Full trace (JSON)"):
         st.json(trace.to_json(), expanded=False)
 
@@ -134,7 +138,7 @@ def question_tab(settings: str) -> None:
             try:
                 opts = parse_options(options)
             except ValueError as exc:
-                st.error(str(exc))
+                st.error(inert(exc))
                 return
             try:
                 with st.spinner("Running the pipeline (a local model takes tens of seconds)…"):

@@ -16,6 +16,7 @@ import streamlit as st
 
 from core.auth import CurrentUser, ScanRow, visible_scans
 from core.settings import Settings, load_settings
+from pages._text import inert
 
 if TYPE_CHECKING:
     from core.contracts import SimilarCasesResult
@@ -101,7 +102,7 @@ def get_llm(rt: Runtime) -> LLM | None:
     except (CasebookError, ImportError) as exc:
         hint = getattr(exc, "hint", "")
         st.warning(
-            f"The language model ({llm.backend}) is unavailable: {exc}. {hint} "
+            f"The language model ({inert(llm.backend)}) is unavailable: {inert(exc)}. {inert(hint)} "
             "Answers come from the similar cases alone.",
             icon="⚠️",
         )
@@ -194,7 +195,7 @@ def login_form() -> None:
     st.title("Casebook")
     st.caption(DEMO_NOTICE)
     if notice := st.session_state.pop(SESSION_NOTICE, None):
-        st.info(notice, icon="⏱️")
+        st.info(inert(notice), icon="⏱️")
     with st.form("login", border=True, width=420):
         username = st.text_input("Username", autocomplete="username")
         password = st.text_input("Password", type="password", autocomplete="current-password")
@@ -213,7 +214,7 @@ def login_form() -> None:
                 max_source_failures=ui.max_failed_logins_per_source,
             )
         except RateLimitedError as exc:
-            st.error(str(exc), icon="🔒")
+            st.error(inert(exc), icon="🔒")
             return
         if user is None:
             st.error("Unknown username or wrong password.")
@@ -326,10 +327,10 @@ def _audit_scan_read(user: CurrentUser, scan_id: str) -> None:
 def show_error(what: str, exc: Exception) -> None:
     """An error panel with the error's hint; the rest of the page stays up."""
     hint = getattr(exc, "hint", None)
-    st.error(f"{what}: {exc}" + (f"\n\n{hint}" if hint else ""), icon="⚠️")
+    st.error(f"{inert(what)}: {inert(exc)}" + (f"\n\n{inert(hint)}" if hint else ""), icon="⚠️")
 
 
 def not_yet(title: str, what: str) -> None:
     """A clear placeholder for a page whose core has not landed yet."""
-    st.title(title)
-    st.info(f"Not yet available. {what}", icon="🚧")
+    st.title(inert(title))
+    st.info(f"Not yet available. {inert(what)}", icon="🚧")

@@ -16,6 +16,7 @@ import streamlit as st
 from core.imaging.query import SeriesView, case_thumbnails, prior_scan, series_for_case, series_for_scan
 from core.imaging.render import PRESETS, Renderer, Window
 from pages._shared import get_runtime, runtime_for, settings_json
+from pages._text import inert
 
 if TYPE_CHECKING:
     from core.auth import ScanRow
@@ -79,7 +80,7 @@ def image_panel(scan: ScanRow, *, show_reading: bool) -> None:
             return
         view = _pick_series(series, "viewer")
         if view.is_demo:
-            st.caption(f"🧪 {view.label}. Demo data, not for clinical use.")
+            st.caption(f"🧪 {inert(view.label)}. Demo data, not for clinical use.")
         window = window_controls(view, "viewer")
         c1, c2 = st.columns([2, 1])
         zoom = c1.select_slider("Zoom", [1.0, 1.5, 2.0, 3.0, 4.0], value=1.0, key="viewer-zoom")
@@ -112,7 +113,7 @@ def image_panel(scan: ScanRow, *, show_reading: bool) -> None:
                 _prior_image(prior.scan_id, prior.created_at.strftime("%Y-%m-%d"), view, index, window, zoom)
         with cols[-1]:
             if show_reading:
-                st.markdown(f"**AI reading**\n\n{scan.diagnosis}")
+                st.markdown(f"**AI reading**\n\n{inert(scan.diagnosis)}")
                 st.markdown(f"AI confidence **{scan.confidence:.0%}**")
                 st.caption("Shown beside the image, never drawn on it. A draft for review, not a diagnosis.")
             else:
@@ -141,9 +142,9 @@ def _case_dialog(case_id: str, diagnosis: str) -> None:
         st.caption("This case has no image.")
         return
     view = series[0]
-    st.markdown(f"**{case_id}** · {diagnosis}")
+    st.markdown(f"**{inert(case_id)}** · {inert(diagnosis)}")
     if view.is_demo:
-        st.caption(f"🧪 {view.label}. Demo data, not for clinical use.")
+        st.caption(f"🧪 {inert(view.label)}. Demo data, not for clinical use.")
     window = window_controls(view, f"case-{case_id}")
     n = len(view.slices)
     index = st.slider("Slice", 1, n, (n + 1) // 2, key=f"case-{case_id}-slice") - 1 if n > 1 else 0
@@ -167,7 +168,7 @@ def neighbour_thumbnails(cases: Sequence[SimilarCase], *, per_row: int = 5) -> N
                 view = thumbs[case.caseId]
                 with col:
                     st.image(_png(view, len(view.slices) // 2, view.window, size), width=size, output_format="PNG")
-                    if st.button(case.caseId, key=f"thumb-{case.caseId}", help=case.diagnosis, type="tertiary"):
+                    if st.button(inert(case.caseId), key=f"thumb-{case.caseId}", help=case.diagnosis, type="tertiary"):
                         _case_dialog(case.caseId, case.diagnosis)
 
 
@@ -189,10 +190,12 @@ def patient_timeline(scans: Sequence[ScanRow]) -> None:
                     else:
                         st.caption("No image")
                 with right:
-                    st.markdown(f"**{scan.created_at:%Y-%m-%d}** · {scan.anatomy} · AI reading: {scan.diagnosis}")
+                    st.markdown(
+                        f"**{scan.created_at:%Y-%m-%d}** · {inert(scan.anatomy)} · AI reading: {inert(scan.diagnosis)}"
+                    )
                     current = [r for r in report_versions(rt.db, scan.scan_id) if r.is_current]
                     if not current:
                         st.caption("No signed report.")
                     for r in current:
                         when = f"{r.signed_at:%Y-%m-%d}" if r.signed_at else "unsigned"
-                        st.markdown(f"Signed report #{r.id} (v{r.version}, {when}): {r.impression}")
+                        st.markdown(f"Signed report #{r.id:d} (v{r.version:d}, {inert(when)}): {inert(r.impression)}")

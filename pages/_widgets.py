@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
+from pages._text import inert
+
 if TYPE_CHECKING:
     from core.auth import ScanRow
     from core.contracts import SimilarCasesResult
@@ -29,9 +31,9 @@ def scan_card(scan: ScanRow, *, show_gauge: bool = True) -> None:
     """The current scan: anatomy, region, AI diagnosis, confidence gauge and date."""
     with st.container(border=True, key="scan-card"):
         st.subheader("Current scan")
-        st.markdown(f"**{scan.diagnosis}** · AI reading")
+        st.markdown(f"**{inert(scan.diagnosis)}** · AI reading")
         region = f" · region: {scan.region.replace('_', ' ')}" if scan.region else ""
-        st.write(f"Anatomy: {scan.anatomy}{region}")
+        st.markdown(f"Anatomy: {inert(scan.anatomy)}{inert(region)}")
         st.write(f"Acquired: {scan.created_at:%Y-%m-%d}")
         if show_gauge:
             import plotly.graph_objects as go  # lazy: keeps the first paint fast
@@ -62,7 +64,7 @@ def scan_card(scan: ScanRow, *, show_gauge: bool = True) -> None:
 def case_cards(result: SimilarCasesResult) -> None:
     """Similar-case cards (case ID, diagnosis, outcome, similarity bar); the cited one is highlighted."""
     if result.notice:
-        st.info(result.notice)
+        st.info(inert(result.notice))
     if not result.cases:
         st.warning("No comparable cases found in system memory. Manual review recommended.")
         return
@@ -70,9 +72,9 @@ def case_cards(result: SimilarCasesResult) -> None:
     for case in result.cases:
         with st.container(border=True, key=card_key(case.caseId)):
             c1, c2 = st.columns([3, 2])
-            mark = "📌 " if case.caseId == highlight else ""
-            c1.markdown(f"{mark}**{case.caseId}** · {case.diagnosis}")
-            c1.caption(f"Severity: {case.severity or 'n/a'} · Outcome: {case.outcome or 'not recorded'}")
+            pin = "📌 " if case.caseId == highlight else ""
+            c1.markdown(pin + f"**{inert(case.caseId)}** · {inert(case.diagnosis)}")
+            c1.caption(f"Severity: {inert(case.severity or 'n/a')} · Outcome: {inert(case.outcome or 'not recorded')}")
             c2.progress(case.similarity, text=f"Similarity {case.similarity:.0%}")
     if highlight:
         css = f".st-key-{card_key(highlight)} {{outline: 3px solid #d69e2e; background: #fffbeb;}}"
@@ -99,14 +101,14 @@ def citation_chips(case_ids: list[str], key: str) -> None:
     with st.container(horizontal=True, key=f"chips-{key}"):
         st.caption("Cited:")
         for cid in case_ids:
-            st.button(cid, key=f"chip-{key}-{cid}", icon="🔗", on_click=_jump, args=(cid,), type="tertiary")
+            st.button(inert(cid), key=f"chip-{key}-{cid}", icon="🔗", on_click=_jump, args=(cid,), type="tertiary")
 
 
 def confidence_badge(confidence: str | None) -> None:
     """A coloured badge for ``high`` / ``medium`` / ``low``."""
     if confidence in _BADGE:
         color, label = _BADGE[confidence]
-        st.badge(label, color=color)  # type: ignore[arg-type]  # the colours are Streamlit's names
+        st.badge(inert(label), color=color)  # type: ignore[arg-type]  # the colours are Streamlit's names
 
 
 def reports_view(reports: list[ReportRow]) -> None:
@@ -120,13 +122,15 @@ def reports_view(reports: list[ReportRow]) -> None:
         status = "current" if r.is_current else f"superseded by report #{r.superseded_by}"
         when = f"{r.signed_at:%Y-%m-%d %H:%M}" if r.signed_at else "unsigned"
         with st.container(border=True, key=f"report-{r.id}"):
-            st.markdown(f"**Report #{r.id} · version {r.version}** · signed {when} by {r.author} · {status}")
+            st.markdown(
+                f"**Report #{r.id:d} · version {r.version:d}** · signed {inert(when)} by {inert(r.author)} · {inert(status)}"
+            )
             comparison, findings = split_findings(r.findings)
             st.markdown(
-                (f"**COMPARISON:** {comparison}\n\n" if comparison else "")
-                + f"**FINDINGS:** {findings}\n\n**IMPRESSION:** {r.impression}\n\n"
-                f"**RECOMMENDATIONS:** {r.recommendations or '—'}"
+                (f"**COMPARISON:** {inert(comparison)}\n\n" if comparison else "")
+                + f"**FINDINGS:** {inert(findings)}\n\n**IMPRESSION:** {inert(r.impression)}\n\n"
+                f"**RECOMMENDATIONS:** {inert(r.recommendations or '—')}"
             )
             if r.amend_reason:
-                st.caption(f"Reason for this amendment: {r.amend_reason}")
+                st.caption(f"Reason for this amendment: {inert(r.amend_reason)}")
             st.caption("Signed reports are read-only." + (" AI-assisted." if r.is_ai_corrected else ""))

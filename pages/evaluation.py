@@ -13,6 +13,7 @@ import streamlit as st
 from core.selfrag.factory import needs_llm
 from pages._selfrag import benchmark_tab, question_tab
 from pages._shared import DEMO_NOTICE, get_llm, get_runtime, require_user, settings_json
+from pages._text import inert
 
 user = require_user(doctor=True)
 st.title("Self-reflective RAG")
@@ -28,7 +29,7 @@ if not cfg.enabled:
 if needs_llm(cfg) and get_llm(rt) is None:
     st.info(
         "This page needs a language model: the critic and the generator read token probabilities. "
-        f"The configured backend is `{rt.settings.llm.backend}`. Set `llm.backend` (the local default is "
+        f"The configured backend is {inert(rt.settings.llm.backend)}. Set `llm.backend` (the local default is "
         "`llamacpp`) or `selfrag.critic` and `selfrag.generator` to `native` with a reflection-token model.",
         icon="🧠",
     )

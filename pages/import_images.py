@@ -17,6 +17,7 @@ from streamlit.delta_generator import DeltaGenerator
 from core.errors import CasebookError
 from core.store.models import ANATOMIES, User
 from pages._shared import DEMO_NOTICE, get_runtime, require_user, show_error
+from pages._text import inert
 
 FROM_HEADERS = "From the DICOM headers"
 NEW_PATIENT = "A new pseudonymous patient per original patient"
@@ -29,7 +30,7 @@ limits = rt.settings.imaging
 st.markdown(
     "Upload DICOM files, a zip of a study, or photographs (PNG/JPEG). Identifying data is removed on the way in "
     "(DICOM PS3.15 Annex E Basic Profile; dates shifted by one secret offset per patient; private tags dropped). "
-    f"Limits: {limits.max_file_mb} MB per file, {limits.max_study_mb} MB per import. See docs/IMAGING.md."
+    f"Limits: {limits.max_file_mb:d} MB per file, {limits.max_study_mb:d} MB per import. See docs/IMAGING.md."
 )
 
 with rt.db.read_only() as s:
@@ -90,12 +91,12 @@ if submitted:
             st.stop()
     cancel.empty()
     st.cache_data.clear()  # the scan lists and series caches must see the new scans
-    st.success(f"Imported {summary.files} file(s) as {len(summary.scans)} scan(s).", icon="✅")
-    st.caption(summary.embedding_note)
+    st.success(f"Imported {summary.files:d} file(s) as {len(summary.scans):d} scan(s).", icon="✅")
+    st.caption(inert(summary.embedding_note))
     for scan in summary.scans:
         st.page_link(
             "pages/scan_review.py",
-            label=f"Open the {scan.anatomy} scan ({scan.series} series, {scan.images} images)",
+            label=f"Open the {inert(scan.anatomy)} scan ({scan.series:d} series, {scan.images:d} images)",
             icon="🩻",
             query_params={"scan": scan.scan_id},
         )

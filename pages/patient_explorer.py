@@ -9,6 +9,7 @@ import streamlit as st
 from core.errors import CasebookError
 from core.store.models import ANATOMIES
 from pages._shared import DEMO_NOTICE, list_scans, pick_scan, require_user, settings_json, show_error, similar_for
+from pages._text import inert
 from pages._viewer import patient_timeline
 
 EVIDENCE_K = 20  # neighbours per scan that count as evidence
@@ -21,7 +22,7 @@ if picked is None:
     st.stop()
 scans = [s for s in list_scans(user.id, user.role, settings_json()) if s.patient_id == picked.patient_id]
 st.markdown(
-    f"**{picked.patient}** · {len(scans)} scan(s). Intensity = summed similarity of the similar cases per region."
+    f"**{inert(picked.patient)}** · {len(scans):d} scan(s). Intensity = summed similarity of the similar cases per region."
 )
 
 st.subheader("Timeline")

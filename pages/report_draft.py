@@ -9,6 +9,7 @@ from core.reports import ReportRow, list_drafts, report_versions
 from pages._draft import draft_editor, open_saved, state_key
 from pages._draft_live import draft_generation
 from pages._shared import DEMO_NOTICE, DRAFT_NOTICE, get_runtime, pick_scan, require_user, show_error
+from pages._text import inert
 from pages._widgets import reports_view
 
 user = require_user(doctor=True)
@@ -19,7 +20,7 @@ if scan is None:
     st.stop()
 rt = get_runtime()
 st.info(DRAFT_NOTICE, icon="📝")
-st.markdown(f"Scan: **{scan.diagnosis}** · {scan.anatomy} · {scan.created_at:%Y-%m-%d}")
+st.markdown(f"Scan: **{inert(scan.diagnosis)}** · {inert(scan.anatomy)} · {scan.created_at:%Y-%m-%d}")
 
 try:
     drafts = list_drafts(rt.db, scan.scan_id)
@@ -36,8 +37,8 @@ with left:
     for d in drafts:
         with st.container(border=True, key=f"draft-row-{d.id}"):
             state = "open" if d.is_open else f"signed as report #{d.report_id}"
-            st.markdown(f"**Draft #{d.id}** · {state} · {d.updated_at:%Y-%m-%d %H:%M} · {d.author}")
-            st.caption(d.impression[:160])
+            st.markdown(f"**Draft #{d.id:d}** · {inert(state)} · {d.updated_at:%Y-%m-%d %H:%M} · {inert(d.author)}")
+            st.caption(inert(d.impression[:160]))
             if d.is_open:
                 st.button("Open in editor", key=f"open-{d.id}", on_click=open_saved, args=(d,))
     draft_generation(rt, scan.scan_id, st.button("Generate new draft", key="generate-draft", icon="🪄"))
@@ -77,7 +78,7 @@ if flash := st.session_state.pop("amend_flash", None):
 reports_view(reports)
 current = next((r for r in reports if r.is_current), None)
 if current is not None:
-    with st.expander(f"Amend report #{current.id} (creates version {current.version + 1})"):
+    with st.expander(f"Amend report #{current.id:d} (creates version {current.version + 1:d})"):
         k = f"amend-{current.id}"
         st.text_area("FINDINGS", current.findings, key=f"{k}:findings")
         st.text_area("IMPRESSION", current.impression, key=f"{k}:impression")

@@ -13,6 +13,7 @@ from core.reports import report_versions
 from pages._draft import draft_editor
 from pages._draft_live import draft_generation
 from pages._shared import DEMO_NOTICE, DRAFT_NOTICE, get_runtime, pick_scan, require_user, show_error, similar_for
+from pages._text import inert
 from pages._viewer import image_panel, neighbour_thumbnails
 from pages._widgets import case_cards, reports_view, scan_card
 
@@ -28,7 +29,7 @@ if not user.is_doctor:  # the access layer hands a patient only what a doctor si
     view = patient_scan_view(rt.db, user, scan.scan_id)
     with st.container(border=True, key="patient-scan"):
         region = f" · region: {view.region.replace('_', ' ')}" if view.region else ""
-        st.markdown(f"**{view.anatomy.capitalize()} scan** of {view.created_at:%Y-%m-%d}{region}")
+        st.markdown(f"**{inert(view.anatomy.capitalize())} scan** of {view.created_at:%Y-%m-%d}{inert(region)}")
         if view.awaiting_review:
             st.info(f"{AWAITING_REVIEW}. Results appear here once your doctor has signed a report.", icon="⏳")
     image_panel(scan, show_reading=False)  # their own images; no AI reading until a doctor signs

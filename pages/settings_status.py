@@ -9,6 +9,7 @@ import streamlit as st
 from core.errors import CasebookError
 from core.llm.budget import budget_rows
 from pages._shared import get_runtime, require_user, show_error
+from pages._text import inert
 
 user = require_user(doctor=True)
 rt = get_runtime()
@@ -21,7 +22,7 @@ c1.metric("Language model", s.llm.backend)
 c2.metric("Embeddings", s.embed.backend)
 c3.metric("Store", "SQLite" if rt.db.is_sqlite else rt.db.engine.dialect.name)
 c4.metric("Preset", s.preset)
-st.caption(f"Imaging encoder: `{s.search.encoder_id}` · top_k {s.search.top_k}")
+st.caption(f"Imaging encoder: {inert(s.search.encoder_id)} · top_k {s.search.top_k:d}")
 
 st.subheader("Model time budgets")
 st.dataframe(budget_rows(s), hide_index=True, width="stretch")
@@ -68,10 +69,10 @@ try:
     i2.metric("Dimension", m["dim"])
     i3.metric("Filter groups", len(index.groups))
     st.caption(
-        f"Version `{index.version}` · encoder `{m['encoder_id']}` · table checksum `{m['table_checksum'][:16]}…`"
+        f"Version {inert(index.version)} · encoder {inert(m['encoder_id'])} · table checksum {inert(m['table_checksum'][:16])}…"
     )
     hnsw = [k for k, g in index.groups.items() if g["hnsw"]]
-    st.caption(f"HNSW groups: {', '.join(hnsw) if hnsw else 'none (every group is searched exactly)'}")
+    st.caption(f"HNSW groups: {inert(', '.join(hnsw) if hnsw else 'none (every group is searched exactly)')}")
 except CasebookError as exc:
     show_error("The similar-case index is unavailable", exc)
 
@@ -84,10 +85,10 @@ for kb in kbs:
     try:
         manifest = json.loads((kb / "manifest.json").read_text())
     except (OSError, ValueError):
-        st.warning(f"{kb.name}: manifest missing or unreadable; rebuild it.")
+        st.warning(f"{inert(kb.name)}: manifest missing or unreadable; rebuild it.")
         continue
     summary = {k: v for k, v in manifest.items() if isinstance(v, str | int | float)}
-    st.markdown(f"**{kb.name}**")
+    st.markdown(f"**{inert(kb.name)}**")
     st.json(summary, expanded=False)
 
 st.subheader("Actions")
@@ -100,5 +101,5 @@ if st.button("Rebuild similar-case index", key="rebuild-index", type="primary", 
     except CasebookError as exc:
         show_error("Rebuild failed", exc)
     else:
-        st.success(f"Index rebuilt: version `{new.version}`. Cached similar cases use the new version.")
+        st.success(f"Index rebuilt: version {inert(new.version)}. Cached similar cases use the new version.")
 st.button("Clear cached lookups", key="clear-cache", on_click=st.cache_data.clear, help="Scan lists and similar cases.")

@@ -8,6 +8,7 @@ import streamlit as st
 
 from core.errors import CasebookError
 from pages._shared import DEMO_NOTICE, pick_scan, require_user, show_error, similar_for
+from pages._text import inert
 from pages._viewer import neighbour_thumbnails
 
 user = require_user(doctor=True)
@@ -16,7 +17,7 @@ st.caption(DEMO_NOTICE)
 scan = pick_scan(user)
 if scan is None:
     st.stop()
-st.markdown(f"Neighbours of the **{scan.diagnosis}** scan ({scan.anatomy}, {scan.created_at:%Y-%m-%d}).")
+st.markdown(f"Neighbours of the **{inert(scan.diagnosis)}** scan ({inert(scan.anatomy)}, {scan.created_at:%Y-%m-%d}).")
 
 top_k = st.sidebar.slider("Neighbours to explore", 5, 50, 25, step=5, key="top-k")
 try:
@@ -25,7 +26,7 @@ except CasebookError as exc:
     show_error("Similar-case search is unavailable", exc)
     st.stop()
 if result.notice:
-    st.info(result.notice)
+    st.info(inert(result.notice))
 if not result.cases:
     st.warning("No comparable cases found in system memory. Manual review recommended.")
     st.stop()

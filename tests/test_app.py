@@ -13,7 +13,7 @@ from core.settings import REPO_ROOT
 from core.store.models import Report, ReportDraft
 from tests.conftest import scan_of
 from tests.llm_server import FakeLLMServer
-from tests.test_app_support import page, texts, use_root, user_of
+from tests.test_app_support import page, shown, texts, use_root, user_of
 
 ALL_PAGES = [
     "scan_review",
@@ -70,7 +70,7 @@ def test_repeated_wrong_passwords_lock_the_account(fresh: Runtime, monkeypatch: 
         at.text_input[1].input(password)
         at.button[0].click().run()
     assert not at.exception
-    assert "Too many failed log-ins" in at.error[0].value and "user" not in at.session_state
+    assert "Too many failed log-ins" in shown(at.error[0].value) and "user" not in at.session_state
 
 
 def test_doctor_logs_in_and_gets_the_review_pages(demo_env: Path) -> None:
@@ -80,7 +80,7 @@ def test_doctor_logs_in_and_gets_the_review_pages(demo_env: Path) -> None:
     at.button[0].click().run()
     assert not at.exception
     assert at.session_state["user"].role == "doctor"
-    assert "Dr. Sarah Chen" in at.sidebar.markdown[0].value
+    assert "Dr. Sarah Chen" in shown(at.sidebar.markdown[0].value)
     assert at.title[0].value == "Scan Review" and len(at.chat_input) == 1
     at.sidebar.button[0].click().run()  # log out
     assert "user" not in at.session_state and [t.label for t in at.text_input] == ["Username", "Password"]
@@ -144,10 +144,10 @@ def test_ask_ai_answers_with_citation_chips_and_a_badge(fresh_env: Runtime) -> N
     at.chat_input[0].set_value("What happened to similar patients?").run()
     assert not at.exception
     chips = [b for b in at.button if (b.key or "").startswith("chip-")]
-    assert chips and all(b.label.startswith("HC-") for b in chips)
+    assert chips and all(shown(b.label).startswith("HC-") for b in chips)
     assert "-badge[" in texts(at)
     chips[0].click().run()
-    assert at.session_state["highlight_case"] == chips[0].label
+    assert at.session_state["highlight_case"] == shown(chips[0].label)
     assert any(m.value.startswith("📌") for m in at.markdown)
     # the exchange is in the history on the next visit
     again = page("scan_review", user_of(fresh_env, "dr.chen"), scan_of(fresh_env, "rahul.mehta")).run()
@@ -205,8 +205,8 @@ def test_ask_ai_streams_a_language_model_answer(
     at = page("scan_review", user_of(fresh_env, "dr.chen"), scan).run()
     at.chat_input[0].set_value("What do similar cases show?").run()
     assert not at.exception
-    assert any(m.value == llm_server.reply for m in at.markdown), "the guarded model answer is shown"
-    assert [b.label for b in at.button if (b.key or "").startswith("chip-")] == ids[:2]
+    assert any(shown(m.value) == llm_server.reply for m in at.markdown), "the guarded model answer is shown"
+    assert [shown(b.label) for b in at.button if (b.key or "").startswith("chip-")] == ids[:2]
     assert llm_server.requests, "the configured backend was called"
 
 
@@ -218,6 +218,6 @@ def test_ask_ai_falls_back_when_the_model_is_unavailable(
     at = page("scan_review", user_of(fresh_env, "dr.chen"), scan_of(fresh_env, "rahul.mehta")).run()
     at.chat_input[0].set_value("What happened to similar patients?").run()
     assert not at.exception
-    assert any("language model (llamacpp) is unavailable" in w.value for w in at.warning)
+    assert any("language model (llamacpp) is unavailable" in shown(w.value) for w in at.warning)
     assert [b for b in at.button if (b.key or "").startswith("chip-")], "the extractive answer still cites cases"
 

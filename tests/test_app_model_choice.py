@@ -19,7 +19,7 @@ from core.runtime import Runtime
 from core.store.models import AuditLog
 from tests.conftest import scan_of
 from tests.llm_server import FakeLLMServer
-from tests.test_app_support import page, texts, use_root, user_of
+from tests.test_app_support import page, shown, texts, use_root, user_of
 
 
 @pytest.fixture()
@@ -61,7 +61,7 @@ def test_a_slow_local_model_asks_before_answering(slow_local: Runtime, llm_serve
     at = page("scan_review", user_of(slow_local, "dr.chen"), scan).run()
     at.chat_input[0].set_value("What do similar cases show?").run()
     assert not at.exception
-    warning = next(w.value for w in at.warning if "Local model:" in w.value)
+    warning = next(shown(w.value) for w in at.warning if "Local model:" in shown(w.value))
     assert "the local model needs about" in warning and "Not started" in warning and "instant answer" in warning
     assert _chips(at), "the instant answer is on screen at once, citing cases"
     assert at.button(key=f"ask-anyway-{scan}").label.startswith("Run anyway (up to ")
@@ -75,8 +75,8 @@ def test_a_slow_local_model_asks_before_answering(slow_local: Runtime, llm_serve
 
     at.button(key=f"ask-remote-{scan}").click().run()  # asked again, with the remote backend
     assert not at.exception
-    assert any(m.value == llm_server.reply for m in at.markdown), "the guarded remote answer is shown"
-    assert len(llm_server.requests) == 1 and not any("Local model:" in w.value for w in at.warning)
+    assert any(shown(m.value) == llm_server.reply for m in at.markdown), "the guarded remote answer is shown"
+    assert len(llm_server.requests) == 1 and not any("Local model:" in shown(w.value) for w in at.warning)
     assert [r.backend for r in _audited(slow_local, "ask")] == [None, "openai"]
 
     at.chat_input[0].set_value("How severe are similar cases?").run()
@@ -98,7 +98,7 @@ def test_a_slow_local_model_asks_before_drafting(slow_local: Runtime, llm_server
     at = page("scan_review", user_of(slow_local, "dr.chen"), scan).run()
     at.button(key="generate-draft").click().run()
     assert not at.exception
-    warning = next(w.value for w in at.warning if "Local model:" in w.value)
+    warning = next(shown(w.value) for w in at.warning if "Local model:" in shown(w.value))
     assert "the local model needs about" in warning and "Not started" in warning
     assert at.button(key=f"draft-anyway-{scan}").label.startswith("Run anyway (up to ")
     assert at.button(key=f"draft-remote-{scan}").label == "Use openai"
@@ -107,7 +107,7 @@ def test_a_slow_local_model_asks_before_drafting(slow_local: Runtime, llm_server
     assert not _audited(slow_local, "draft"), "nothing started: no model call was audited"
     at.button(key=f"draft-template-{scan}").click().run()
     assert not at.exception
-    assert "Unsaved draft" in texts(at) and not any("Local model:" in w.value for w in at.warning)
+    assert "Unsaved draft" in texts(at) and not any("Local model:" in shown(w.value) for w in at.warning)
     assert "Written by the template" in texts(at) and not llm_server.requests
     at.button(key="generate-draft").click().run()
     at.button(key=f"draft-remote-{scan}").click().run()  # the doctor picks the remote backend instead

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -47,9 +48,14 @@ def page(name: str, user: CurrentUser | None = None, scan: str | None = None) ->
 
 
 def texts(at: AppTest) -> str:
-    """Every markdown, caption, info, warning, success and error text of a run, joined."""
+    """Every markdown, caption, info, warning, success and error text of a run, joined, as a reader sees it."""
     kinds = ("markdown", "caption", "info", "warning", "success", "error")
-    return "\n".join(str(getattr(e, "value", "")) for kind in kinds for e in at.get(kind))
+    return "\n".join(shown(str(getattr(e, "value", ""))) for kind in kinds for e in at.get(kind))
+
+
+def shown(markdown: str) -> str:
+    """``markdown`` without the backslash escapes of ``pages._text.inert``: the characters a reader sees."""
+    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown)
 
 
 # -- a real server and a real browser (tests/test_browser.py, bench/ui_bench.py) -------------------

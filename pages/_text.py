@@ -1,0 +1,33 @@
+"""The one way a page shows text it did not write itself: :func:`inert`.
+
+Signed report text, amendment reasons, document titles and chunks, chat
+questions and answers, user names, upload names and error messages may all
+carry what a person typed. Streamlit renders the body of ``st.markdown``,
+``st.caption``, ``st.write``, the alert boxes and widget labels as Markdown
+(links, images, HTML entities, ``:colour[]`` directives, LaTeX), so such text
+goes through :func:`inert` first, which backslash-escapes every ASCII
+punctuation character that can take part in Markdown (all but ``, ; ? ' " %``).
+CommonMark lets any ASCII punctuation be escaped, so the result has no Markdown
+or HTML left to act on: no link, image, autolink, raw HTML, emphasis,
+directive or formula; it renders as the characters typed.
+
+``tests/test_inert_text.py`` walks the pages' code and fails on a rendering
+call whose text is not a literal, a number with a format (``{n:d}``), or a
+call of :func:`inert`.
+"""
+
+from __future__ import annotations
+
+import string
+
+__all__ = ["inert"]
+
+# , ; ? ' " % start no Markdown construct (a link title needs a bracket first): left readable
+_ESCAPES = {ord(ch): "\\" + ch for ch in string.punctuation if ch not in ",;?'\"%"}
+_ESCAPES[ord("\r")] = ""
+_ESCAPES[ord("\n")] = "  \n"  # a hard line break: the text keeps its lines, never becomes a heading or list
+
+
+def inert(text: object) -> str:
+    """``text`` as Markdown that shows exactly its characters (line breaks kept)."""
+    return str("" if text is None else text).translate(_ESCAPES)
