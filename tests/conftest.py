@@ -120,13 +120,17 @@ def plant_signed_report(rt: Runtime, text: str) -> str:
         return scans[-1].id
 
 
-def run_cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """``python -m core ARGS`` as a user runs it (a subprocess, test preset) over the database under ``root``."""
+def run_cli(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m core ARGS`` as a user runs it (a subprocess, test preset) over the database under ``root``.
+
+    ``env`` adds environment variables (``CASEBOOK_PATHS__ASSETS_DIR``...).
+    """
     env = {
         **os.environ,
         "CASEBOOK_PRESET": "test",
         "CASEBOOK_PATHS__DATA_DIR": str(root / "data"),
         "CASEBOOK_PATHS__INDEX_DIR": str(root / "indexes"),
+        **(env or {}),
     }
     return subprocess.run(
         [sys.executable, "-m", "core", *args],

@@ -67,7 +67,9 @@ def _is_current(settings: Settings, kb: str, fingerprint: str) -> bool:
     if not link.exists():
         return False
     try:
-        return KIND.read(link.resolve(), verify=False).get("demo_fingerprint") == fingerprint
+        # Checksums too (when kb.verify_checksums): a damaged version is never "current", so `kb build` rebuilds it.
+        manifest = KIND.read(link.resolve(), verify=settings.kb.verify_checksums)
+        return manifest.get("demo_fingerprint") == fingerprint
     except CasebookError:
         return False
 
@@ -78,9 +80,11 @@ def _demo_ids(settings: Settings, kb: str, files: list[Path]) -> frozenset[str]:
     link = kb_link(root, kb)
     if not link.exists():
         return frozenset()
-    from core.kb.index.reader import open_index
+    from core.kb.index.recover import open_for_update
 
-    index = open_index(root, kb, settings.kb)
+    index = open_for_update(root, kb, settings.kb)  # a damaged version: what it still lists, or nothing
+    if index is None:
+        return frozenset()
     try:
         listed = index.manifest.get("demo_docs")
         if listed is not None:

@@ -34,7 +34,7 @@ from core.kb.index.docstore import DocStoreWriter, DocSummary
 from core.kb.index.lexical import Bm25
 from core.kb.types import Chunk
 
-__all__ = ["FORMAT_VERSION", "KIND", "IndexBuilder", "kb_dir", "kb_link", "kb_lock"]
+__all__ = ["FORMAT_VERSION", "KIND", "IndexBuilder", "kb_dir", "kb_hint", "kb_link", "kb_lock"]
 
 FORMAT_VERSION = 1
 KIND = ArtifactKind(
@@ -44,10 +44,22 @@ KIND = ArtifactKind(
 )
 
 
+def kb_hint(kb: str) -> str:
+    """The command that rebuilds ``kb`` when it is damaged: the demo build, or a space's kept originals.
+
+    Every command named here recovers a damaged version (core.kb.index.recover; tests/test_kb_recovery.py).
+    """
+    if kb == "user" or kb.startswith("user."):
+        owner = "--owner <your key u<id>> --shared" if kb == "user" else f"--owner {kb.removeprefix('user.')}"
+        return f"Rebuild it from the kept originals: `python -m core kb docs reingest {owner}`."
+    return str(KIND.hint)
+
+
 def kb_dir(root: Path, kb: str) -> VersionedDir:
     """The versions of knowledge base ``kb`` under ``root`` (``<index_dir>``)."""
+    kind = KIND if kb_hint(kb) == KIND.hint else ArtifactKind(KIND.noun, KIND.format, hint=kb_hint(kb))
     return VersionedDir(
-        root, f"kb_{kb}", KIND, prefix=f".kb_{kb}.v", what=f"Building kb_{kb}",
+        root, f"kb_{kb}", kind, prefix=f".kb_{kb}.v", what=f"Building kb_{kb}",
         serving=f"the previous version of kb_{kb} still serves", unbuilt=f"kb_{kb} was not built",
     )  # fmt: skip
 

@@ -19,8 +19,8 @@ from tqdm import tqdm
 from core.config.kb import KBSettings
 from core.embed import Embedder
 from core.errors import DocumentError, IndexStateError
-from core.kb.index.builder import IndexBuilder, kb_dir, kb_link, kb_lock
-from core.kb.index.reader import open_index
+from core.kb.index.builder import IndexBuilder, kb_dir, kb_lock
+from core.kb.index.recover import Salvaged, open_for_update
 from core.kb.parse.guidelines import parse_guideline
 from core.kb.parse.registry import GUIDELINE_SUFFIXES
 from core.kb.parse.sandbox import parse_isolated
@@ -176,8 +176,9 @@ def _apply_update(
 ) -> int:
     spec = index_spec(embedder, counter, settings)
     drop = set(remove) | {d.doc_id for d in add}
-    old = None if fresh or not kb_link(root, kb).exists() else open_index(root, kb, settings)
-    stale = False
+    # A damaged live version is recovered, not refused: this is the command its error hint names.
+    old = None if fresh else open_for_update(root, kb, settings)
+    stale = isinstance(old, Salvaged)  # its vectors are not trusted: embed its chunks' text again
     if old is not None:
         extra = {**{k: old.manifest[k] for k in _CARRIED if k in old.manifest}, **(extra or {})}
         try:

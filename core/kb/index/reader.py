@@ -86,4 +86,7 @@ def open_index(root: Path, kb: str, settings: KBSettings) -> KBIndex:
             hint="Build the demo KBs with `python -m core kb build`, or ingest documents with "
             "`python -m core kb ingest-guidelines|ingest-spl PATH`.",
         )
-    return KBIndex(Path(os.path.realpath(versions.link_path)), settings)
+    try:
+        return KBIndex(Path(os.path.realpath(versions.link_path)), settings)
+    except IndexStateError as exc:  # the hint names the command that rebuilds this KB (a space: its originals)
+        raise IndexStateError(str(exc), hint=versions.kind.hint) from exc
