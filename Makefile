@@ -11,7 +11,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export PYTHONUNBUFFERED := 1
 
-.PHONY: setup prepare run test test-fast lint bench bench-pgvector bench-corpus browser-deps pg clean
+.PHONY: setup prepare run test test-fast lint bench bench-pgvector bench-corpus browser-deps pg orthanc clean
 
 setup: $(STAMP)
 
@@ -37,9 +37,13 @@ lint: setup
 
 # PostgreSQL tests run against a private server started by scripts/pg_setup.sh (as root it builds
 # pgvector and starts PostgreSQL 15 on 127.0.0.1:5499; otherwise they are skipped, with a message).
+# PACS tests (marker `pacs`) run against a private Orthanc started by scripts/orthanc_setup.sh (as root
+# it installs orthanc + orthanc-dicomweb and starts it on 127.0.0.1:8642 with authentication on).
 test: setup lint browser-deps
 	$(PY) -m core setup
-	CASEBOOK_TEST_PG_URL="$${CASEBOOK_TEST_PG_URL:-$$(scripts/pg_setup.sh)}" $(PY) -m pytest -q -p no:cacheprovider
+	CASEBOOK_TEST_PG_URL="$${CASEBOOK_TEST_PG_URL:-$$(scripts/pg_setup.sh)}" \
+	CASEBOOK_TEST_ORTHANC_URL="$${CASEBOOK_TEST_ORTHANC_URL:-$$(scripts/orthanc_setup.sh)}" \
+	$(PY) -m pytest -q -p no:cacheprovider
 
 test-fast: setup
 	$(PY) -m pytest -q -m "not slow and not browser" -p no:cacheprovider
@@ -60,6 +64,9 @@ bench-corpus: setup
 
 pg:
 	scripts/pg_setup.sh
+
+orthanc:
+	scripts/orthanc_setup.sh
 
 clean:
 	rm -rf $(VENV) data indexes/cases indexes/kb_* models

@@ -30,6 +30,7 @@ _AREAS = (
     "core.selfrag.cli",
     "core.imaging.cli",
     "core.store.cli",
+    "core.pacs.cli",
 )
 
 Handler = Callable[[argparse.Namespace], int]

@@ -24,7 +24,13 @@ Code catches the narrowest class it can handle; the CLI and the pages print
     │   ├── BackendTimeoutError      past the feature's time budget, or certain to be
     │   ├── BackendCancelledError    the user pressed Cancel; generation stopped
     │   └── BackendAuthError
-    └── RateLimitedError             too many requests; retry_after_s says when
+    ├── RateLimitedError             too many requests; retry_after_s says when
+    └── PacsError                    the PACS or the FHIR endpoint failed; nothing local was lost
+        ├── PacsNotConfiguredError   no endpoint is set
+        ├── PacsUnreachableError     no connection (host down, wrong port, TLS failure)
+        ├── PacsAuthError            the endpoint refused the credentials (401/403)
+        ├── PacsTimeoutError         no answer within pacs.timeout_s
+        └── PacsRefusedError         the endpoint answered but refused the request or the stored object
 
 :func:`disk_full_as_error` turns the shapes "no room left" takes (an ``OSError``
 with ENOSPC, EDQUOT or EFBIG, numpy's short write, SQLite's SQLITE_FULL, a FAISS
@@ -61,6 +67,12 @@ __all__ = [
     "IndexStateError",
     "InvalidInputError",
     "NotFoundError",
+    "PacsAuthError",
+    "PacsError",
+    "PacsNotConfiguredError",
+    "PacsRefusedError",
+    "PacsTimeoutError",
+    "PacsUnreachableError",
     "RateLimitedError",
     "ReadOnlyViolationError",
     "disk_full_as_error",
@@ -248,3 +260,39 @@ class RateLimitedError(CasebookError):
     def __init__(self, message: str, retry_after_s: float) -> None:
         super().__init__(message, hint=f"Retry in {max(1, round(retry_after_s))} s.")
         self.retry_after_s = retry_after_s
+
+
+class PacsError(CasebookError):
+    """The PACS (DICOMweb) or the FHIR endpoint failed; local records are unchanged and a queued export stays queued."""
+
+    hint = "Nothing local was lost; a report export stays queued and can be sent again (`python -m core pacs resend`)."
+
+
+class PacsNotConfiguredError(PacsError):
+    """No PACS or FHIR endpoint is configured."""
+
+    hint = "Set pacs.url (and pacs.username, with the password in the variable named by pacs.password_env)."
+
+
+class PacsUnreachableError(PacsError):
+    """No connection to the endpoint: host down, wrong address or port, refused, or a TLS failure."""
+
+    hint = "Check pacs.url and that the PACS is up and reachable from this machine; queued exports can be re-sent."
+
+
+class PacsAuthError(PacsError):
+    """The endpoint refused the credentials (HTTP 401 or 403)."""
+
+    hint = "Check pacs.username and the password in the variable named by pacs.password_env (or the FHIR token)."
+
+
+class PacsTimeoutError(PacsError):
+    """The endpoint did not answer within ``pacs.timeout_s`` (after the retries)."""
+
+    hint = "The PACS is slow or overloaded; try again later or raise pacs.timeout_s. Queued exports can be re-sent."
+
+
+class PacsRefusedError(PacsError):
+    """The endpoint answered but refused the request or the stored object (a 4xx/5xx, a failed STOW)."""
+
+    hint = "The PACS refused it; its administrator's log says why. The signed report is unchanged and stays queued."

@@ -39,6 +39,7 @@ from core.config import (
     ImagingSettings,
     KBSettings,
     LLMSettings,
+    PacsSettings,
     PathSettings,
     PrivacySettings,
     SafetySettings,
@@ -96,6 +97,9 @@ class Settings(BaseSettings):
     )
     privacy: PrivacySettings = Field(
         default_factory=PrivacySettings, description="De-identified egress to external language models."
+    )
+    pacs: PacsSettings = Field(
+        default_factory=PacsSettings, description="Hospital PACS (DICOMweb) and FHIR endpoint: import and report export."
     )
 
     @classmethod

@@ -16,6 +16,7 @@ stays light (a test checks that it loads no ``core.kb``, ``core.llm`` or
 | ``selfrag``       | ``selfrag``: self-reflective RAG                                          |
 | ``imaging``       | ``imaging``: medical images                                               |
 | ``privacy``       | ``privacy``: de-identified egress                                         |
+| ``pacs``          | ``pacs``: the hospital PACS (DICOMweb) and FHIR endpoint                  |
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from core.config.guideline import GuidelineQASettings
 from core.config.imaging import ImagingSettings
 from core.config.kb import KBSettings
 from core.config.llm import LLMBackendName, LLMSettings
+from core.config.pacs import PacsSettings
 from core.config.privacy import PrivacySettings
 from core.config.selfrag import CriticName, RetrievalMode, SelfRagSettings
 
@@ -51,6 +53,7 @@ __all__ = [
     "KBSettings",
     "LLMBackendName",
     "LLMSettings",
+    "PacsSettings",
     "PathSettings",
     "PrivacySettings",
     "RetrievalMode",

@@ -23,12 +23,14 @@ from __future__ import annotations
 import io
 import logging
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session
 
 from core import audit
 from core.errors import CasebookError, ImageRejectedError
@@ -37,17 +39,20 @@ from core.imaging.dicomio import decode_pixels, read_dicom
 from core.imaging.encoders import ImageEncoder, embed_series, make_image_encoder
 from core.imaging.import_check import CheckedFile, ImportPatient, Progress, check_files, resolve_patients, study_time
 from core.imaging.photos import read_photo
-from core.imaging.sources import Source, collect_sources
+from core.imaging.sources import Source, check_limits, collect_sources
 from core.imaging.store import ImageStore, StagedImport
 from core.settings import Settings
 from core.store.db import Database
 from core.store.models import ImageIdentityMap, ImageInstance, ImageSeries, Scan, User, utcnow
 
-__all__ = ["ImportSummary", "ImportedScan", "import_images"]
+__all__ = ["ImportSummary", "ImportedScan", "LinkHook", "import_images"]
 
 log = logging.getLogger(__name__)
 AWAITING_READING = "Awaiting AI reading"
 IMAGE_IMPORT = "image.import"  # audit event
+# Called inside the commit transaction with (scan id, original Study Instance UID) per new scan: an
+# importer of another source (core.pacs) records its protected link in the same all-or-nothing write.
+LinkHook = Callable[[Session, list[tuple[str, str]]], None]
 
 
 @dataclass(frozen=True)
@@ -88,12 +93,17 @@ def import_images(
     actor_id: int | None = None,
     progress: Progress | None = None,
     encoder: ImageEncoder | str | None = "settings",
+    sources: list[Source] | None = None,
+    link: LinkHook | None = None,
 ) -> ImportSummary:
-    """Import DICOM files (and PNG/JPEG photographs) under ``paths``; all or nothing."""
+    """Import DICOM files (and PNG/JPEG photographs) under ``paths``, or ``sources`` read in memory; all or nothing."""
     say = progress or (lambda _f, _m: None)
     try:
-        sources = collect_sources(paths, settings.imaging)
-        summary = _import(settings, db, sources, patient, anatomy, confirm_burned_in, actor_id, say, encoder)
+        if sources is None:
+            sources = collect_sources(paths, settings.imaging)
+        else:
+            check_limits(sources, settings.imaging)
+        summary = _import(settings, db, sources, patient, anatomy, confirm_burned_in, actor_id, say, encoder, link)
     except CasebookError as exc:
         _audit_rejected(db, actor_id, type(exc).__name__)
         raise
@@ -111,6 +121,7 @@ def _import(
     actor_id: int | None,
     say: Progress,
     encoder: ImageEncoder | str | None,
+    link: LinkHook | None = None,
 ) -> ImportSummary:
     store = ImageStore.from_settings(settings)
     key = identity_key(store.root)
@@ -132,7 +143,7 @@ def _import(
         scans = _decode_and_stage(settings, studies, people, anatomy, staged, say, len(checked))
         note = embed_series(enc, settings, scans)
         say(0.92, "Writing the scans")
-        result = _commit(db, scans, people, staged, actor_id, len(checked))
+        result = _commit(db, scans, people, staged, actor_id, len(checked), [study for _i, study in studies], link)
     except BaseException:
         staged.unpublish()
         staged.discard()
@@ -236,6 +247,8 @@ def _commit(
     staged: StagedImport,
     actor_id: int | None,
     n_files: int,
+    originals: list[str] | None = None,
+    link: LinkHook | None = None,
 ) -> list[ImportedScan]:
     result = []
     with db.session() as s:
@@ -277,6 +290,8 @@ def _commit(
                     inst.series_id = o.row.id
                 s.add_all(o.instances)
             result.append(ImportedScan(scan.id, scan.anatomy, len(series), sum(len(o.instances) for o in series)))
+        if link is not None and originals is not None:
+            link(s, [(r.scan_id, study) for r, study in zip(result, originals, strict=True)])
         audit.record_in(
             s,
             IMAGE_IMPORT,

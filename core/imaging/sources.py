@@ -17,7 +17,7 @@ from pathlib import Path
 from core.config.imaging import ImagingSettings
 from core.errors import ImageRejectedError
 
-__all__ = ["Source", "collect_sources"]
+__all__ = ["Source", "check_limits", "collect_sources"]
 
 _SKIP = {".DS_Store", "DICOMDIR", "Thumbs.db"}
 
@@ -75,6 +75,12 @@ def collect_sources(paths: list[Path], limits: ImagingSettings) -> list[Source]:
             sources.extend(_zip_sources(path, limits))
         else:
             sources.append(_file_source(path, path.name))
+    check_limits(sources, limits)
+    return sources
+
+
+def check_limits(sources: list[Source], limits: ImagingSettings) -> None:
+    """Refuse ``sources`` as a whole when empty or over a file-count, file-size or study-size limit."""
     if not sources:
         raise ImageRejectedError("No files to import", hint="Give DICOM files, a folder of them or a zip archive.")
     if len(sources) > limits.max_files:
@@ -88,4 +94,3 @@ def collect_sources(paths: list[Path], limits: ImagingSettings) -> list[Source]:
             f"The import holds {total / 1e6:.0f} MB (uncompressed), over the {limits.max_study_mb} MB study limit",
             hint="Split the study into smaller imports or raise imaging.max_study_mb; nothing was imported.",
         )
-    return sources

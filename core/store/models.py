@@ -45,10 +45,12 @@ __all__ = [
     "ImageSeries",
     "LoginAttempt",
     "Message",
+    "PacsStudyLink",
     "PatientContext",
     "RateLimitHit",
     "Report",
     "ReportDraft",
+    "ReportExport",
     "Scan",
     "User",
     "UserSession",
@@ -388,3 +390,45 @@ class ImageIdentityMap(Base):
     pseudonym: Mapped[str] = mapped_column(String(40))
     uid_seed: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class PacsStudyLink(Base):
+    """PROTECTED: links a study in the hospital PACS to the scan it was imported as. Read by core.pacs only.
+
+    The PACS's original Study Instance UID is kept sealed (AES-GCM under a key kept
+    beside the image store, never in the database: ``core.pacs.sealed``) for the
+    report export, which must name the original study; ``study_hmac`` (a keyed hash
+    of endpoint and UID) lets ``pacs sync`` recognise a study imported before
+    without opening anything. Never copy a row into a log, bundle or prompt.
+    """
+
+    __tablename__ = "pacs_study_links"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    scan_id: Mapped[str] = mapped_column(ForeignKey("scans.id"), unique=True)
+    study_hmac: Mapped[str] = mapped_column(String(64), unique=True)
+    study_sealed: Mapped[bytes] = mapped_column(LargeBinary)
+    endpoint: Mapped[str] = mapped_column(String(120))
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class ReportExport(Base):
+    """One signed report version's export to one target (``sr``: DICOM SR by STOW-RS; ``fhir``): the re-send queue.
+
+    ``status`` is ``queued`` until it is ``sent``; a failed attempt keeps it
+    queued and records the error class (never the endpoint's answer text).
+    """
+
+    __tablename__ = "report_exports"
+    __table_args__ = (Index("uq_report_exports_target", "report_id", "target", unique=True),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    report_id: Mapped[int] = mapped_column(ForeignKey("reports.id"))
+    target: Mapped[str] = mapped_column(String(8))
+    status: Mapped[str] = mapped_column(String(12), default="queued")
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    last_error: Mapped[str | None] = mapped_column(String(80), default=None)
+    requested_by: Mapped[int | None] = mapped_column(ForeignKey("users.id"), default=None)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    sent_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), default=None)
