@@ -11,7 +11,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export PYTHONUNBUFFERED := 1
 
-.PHONY: setup prepare run test test-fast lint bench bench-pgvector bench-corpus browser-deps pg orthanc clean
+.PHONY: setup prepare run test test-fast lint bench bench-pgvector bench-corpus browser-deps pg orthanc clean viewer
 
 setup: $(STAMP)
 
@@ -67,6 +67,10 @@ pg:
 
 orthanc:
 	scripts/orthanc_setup.sh
+
+# the viewer component's bundle (committed; rebuild after changing components/viewer/frontend)
+viewer:
+	PYTHON=$(PY) scripts/build_viewer.sh
 
 clean:
 	rm -rf $(VENV) data indexes/cases indexes/kb_* models

@@ -1,9 +1,10 @@
-"""The image viewer: window/level presets, zoom, slice scrolling, the prior side by side, neighbour thumbnails.
+"""The reading viewer (a Cornerstone3D component), its second pane (a prior or a similar case), thumbnails.
 
-Pixels are rendered to PNG by :mod:`core.imaging.render` through one cached
-:class:`~core.imaging.render.Renderer` per process (a slice change reads one
-memory-mapped frame; a slice seen before costs nothing). The AI reading is shown
-beside the image, never drawn on it; patients get no AI reading here.
+The viewer gets every frame of a series at once through the session's websocket
+(:mod:`core.imaging.viewer_data`, ``components/viewer``) and windows, scrolls and measures
+in the browser. Thumbnails are PNGs from :mod:`core.imaging.render` through one cached
+:class:`~core.imaging.render.Renderer` per process. The AI reading is shown beside the
+image, never drawn on it; patients get no AI reading and no second pane.
 """
 
 from __future__ import annotations
@@ -14,16 +15,17 @@ from typing import TYPE_CHECKING
 import streamlit as st
 
 from core.imaging.query import SeriesView, case_thumbnails, prior_scan, series_for_case, series_for_scan
-from core.imaging.render import PRESETS, Renderer, Window
+from core.imaging.render import Renderer, Window
 from pages._shared import get_runtime, runtime_for, settings_json
 from pages._text import inert
 
 if TYPE_CHECKING:
     from core.auth import ScanRow
     from core.contracts import SimilarCase
+    from core.imaging.viewer_data import ViewerSeries
 
 VIEW_PX = 512
-AS_STORED, MANUAL = "As stored", "Manual"
+VIEW_HEIGHT = 470  # the viewer frame (toolbar, image, measurements): above the fold at 1366x768
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
@@ -46,22 +48,6 @@ def _png(series: SeriesView, index: int, window: Window | None, size: int, zoom:
     return renderer_for(settings_json()).png(sha, frame, None if series.colour else window, size=size, zoom=zoom)
 
 
-def window_controls(series: SeriesView, key: str) -> Window | None:
-    """Preset buttons plus manual centre/width; ``None`` means the stored (or automatic) window."""
-    if series.colour:
-        st.caption("Colour image: shown as acquired (no window/level).")
-        return None
-    options = [AS_STORED, *PRESETS, MANUAL]
-    choice = st.segmented_control("Window", options, default=AS_STORED, key=f"{key}-preset", required=True)
-    if choice == MANUAL:
-        base = series.window or Window(40, 400)
-        c1, c2 = st.columns(2)
-        center = c1.number_input("Level (centre)", -2000.0, 5000.0, float(base.center), 10.0, key=f"{key}-level")
-        width = c2.number_input("Width", 1.0, 8000.0, float(base.width), 10.0, key=f"{key}-width")
-        return Window(center, width)
-    return PRESETS.get(str(choice), series.window)
-
-
 def _pick_series(series: list[SeriesView], key: str) -> SeriesView:
     if len(series) == 1:
         return series[0]
@@ -69,90 +55,95 @@ def _pick_series(series: list[SeriesView], key: str) -> SeriesView:
     return series[i]
 
 
-@st.fragment  # a slider step or a window change reruns the viewer alone, not the whole page
+BESIDE_KEY = "viewer_beside"  # ("prior", scan id) or ("case", case id): what the second pane shows
+
+
+def open_beside(kind: str, ref: str) -> None:
+    """Show a prior scan (``kind="prior"``) or a similar case (``"case"``) in the viewer's second pane."""
+    st.session_state[BESIDE_KEY] = (kind, ref)
+
+
+def close_beside() -> None:
+    """Back to one pane."""
+    st.session_state.pop(BESIDE_KEY, None)
+
+
+def _beside_series(current: SeriesView) -> tuple[SeriesView, str] | None:
+    """The second pane's series and caption, matching the current series' modality where it can."""
+    chosen = st.session_state.get(BESIDE_KEY)
+    if not chosen:
+        return None
+    kind, ref = chosen
+    db = get_runtime().db
+    series = scan_series(ref, settings_json()) if kind == "prior" else series_for_case(db, ref)
+    if not series:
+        return None
+    same = [s for s in series if s.modality == current.modality] or series
+    return same[0], ("Prior scan" if kind == "prior" else f"Similar case {ref}")
+
+
+def _viewer_payload(view: SeriesView, key: str, label: str) -> ViewerSeries:
+    from core.imaging.store import ImageStore
+    from core.imaging.viewer_data import viewer_series
+
+    rt = get_runtime()
+    store = ImageStore.from_settings(rt.settings)
+    out = viewer_series(rt.db, store, view, key=key, max_mb=rt.settings.imaging.viewer_max_mb)
+    out.meta["caption"] = label
+    return out
+
+
+@st.fragment  # choosing a series or the second pane reruns the viewer alone; scrolling never reruns at all
 def image_panel(scan: ScanRow, *, show_reading: bool) -> None:
-    """The viewer for ``scan``; with ``show_reading`` the AI reading sits in a column beside the image."""
+    """The viewer for ``scan`` (and a prior or similar case beside it); with ``show_reading`` the prior button."""
+    from components.viewer import dicom_viewer
+
     series = scan_series(scan.scan_id, settings_json())
-    with st.container(border=True, key="viewer"):
-        st.subheader("Images")
+    with st.container(border=False, key="viewer"):
         if not series:
             st.caption("No images for this scan yet. Doctors can add them on the Import images page.")
             return
         view = _pick_series(series, "viewer")
         if view.is_demo:
             st.caption(f"🧪 {inert(view.label)}. Demo data, not for clinical use.")
-        window = window_controls(view, "viewer")
-        c1, c2 = st.columns([2, 1])
-        zoom = c1.select_slider("Zoom", [1.0, 1.5, 2.0, 3.0, 4.0], value=1.0, key="viewer-zoom")
-        prior = prior_scan(get_runtime().db, scan.scan_id)
-        compare = c2.toggle(
-            "Compare with prior",
-            key="viewer-prior",
-            disabled=prior is None,
-            help="The patient's previous scan of this anatomy, same window and slice position."
-            if prior
-            else "No earlier scan of this anatomy with images.",
+        panes = [_viewer_payload(view, "current", f"Current {scan.created_at:%Y-%m-%d}")]
+        beside = _beside_series(view) if show_reading else None
+        if beside is not None:
+            panes.append(_viewer_payload(beside[0], "beside", beside[1]))
+        dicom_viewer(panes, height=VIEW_HEIGHT, key="dicom-viewer")
+        st.caption(
+            "Wheel or arrow keys: slice · left drag: window (or the chosen tool) · middle drag: pan · "
+            "right drag: zoom · keys 1-5: presets · C: cine"
         )
-        n = len(view.slices)
-        index = st.slider("Slice", 1, n, (n + 1) // 2, key=f"viewer-slice-{view.id}") - 1 if n > 1 else 0
-        # a keyed container per layout: switching the comparison on or off replaces the row, never re-flows it
-        row = st.container(key="viewer-row-compare" if compare and prior else "viewer-row-single")
-        cols = row.columns([3, 3, 2] if compare and prior else [3, 2], gap="medium")
-        with cols[0]:
-            shown = window or view.window
-            label = f"slice {index + 1}/{n} · " if n > 1 else ""
-            wl = f"W {shown.width:.0f} / L {shown.center:.0f}" if shown and not view.colour else "auto window"
-            st.image(
-                _png(view, index, window, VIEW_PX, zoom),
-                caption=f"Current · {label}{wl}",
-                width="stretch",
-                output_format="PNG",
-            )
-        if compare and prior:
-            with cols[1]:
-                _prior_image(prior.scan_id, prior.created_at.strftime("%Y-%m-%d"), view, index, window, zoom)
-        with cols[-1]:
-            if show_reading:
-                st.markdown(f"**AI reading**\n\n{inert(scan.diagnosis)}")
-                st.markdown(f"AI confidence **{scan.confidence:.0%}**")
-                st.caption("Shown beside the image, never drawn on it. A draft for review, not a diagnosis.")
-            else:
-                st.caption("The reading of these images appears with your doctor's signed report.")
+        if show_reading:
+            _beside_controls(scan, beside)
 
 
-def _prior_image(scan_id: str, when: str, current: SeriesView, index: int, window: Window | None, zoom: float) -> None:
-    """The prior's matching series at the same relative slice and the same window (synchronised)."""
-    series = scan_series(scan_id, settings_json())
-    same = [s for s in series if s.modality == current.modality and s.kind == current.kind] or series
-    prior = same[0]
-    rel = index / max(len(current.slices) - 1, 1)
-    j = round(rel * (len(prior.slices) - 1))
-    st.image(
-        _png(prior, j, window, VIEW_PX, zoom),
-        caption=f"Prior {when} · slice {j + 1}/{len(prior.slices)}",
-        width="stretch",
-        output_format="PNG",
-    )
+def _beside_controls(scan: ScanRow, beside: tuple[SeriesView, str] | None) -> None:
+    prior = prior_scan(get_runtime().db, scan.scan_id)
+    if beside is not None:
+        what = beside[1][0].lower() + beside[1][1:]
+        st.button(f"Close {inert(what)}", key="beside-close", on_click=close_beside, icon="✖️")
+    elif prior is not None:
+        st.button(
+            f"Compare with prior ({prior.created_at:%Y-%m-%d})",
+            key="beside-prior",
+            on_click=open_beside,
+            args=("prior", prior.scan_id),
+            help="The patient's previous scan of this anatomy beside this one, scrolling and window linked.",
+        )
+    else:
+        st.caption("No earlier scan of this anatomy with images.")
 
 
-@st.dialog("Similar case", width="large")
-def _case_dialog(case_id: str, diagnosis: str) -> None:
-    series = series_for_case(get_runtime().db, case_id)
-    if not series:
-        st.caption("This case has no image.")
-        return
-    view = series[0]
-    st.markdown(f"**{inert(case_id)}** · {inert(diagnosis)}")
-    if view.is_demo:
-        st.caption(f"🧪 {inert(view.label)}. Demo data, not for clinical use.")
-    window = window_controls(view, f"case-{case_id}")
-    n = len(view.slices)
-    index = st.slider("Slice", 1, n, (n + 1) // 2, key=f"case-{case_id}-slice") - 1 if n > 1 else 0
-    st.image(_png(view, index, window, VIEW_PX), width=VIEW_PX, output_format="PNG")
+def ai_reading(scan: ScanRow) -> None:
+    """The AI reading, shown beside the image (never drawn on it)."""
+    st.markdown(f"**AI reading** · confidence **{scan.confidence:.0%}**\n\n{inert(scan.diagnosis)}")
+    st.caption("A draft for review, not a diagnosis. Shown beside the image, never drawn on it.")
 
 
 def neighbour_thumbnails(cases: Sequence[SimilarCase], *, per_row: int = 5) -> None:
-    """A thumbnail for every similar case that has an image; a click opens it large."""
+    """A thumbnail for every similar case that has an image; its button opens it in the viewer's second pane."""
     if not cases:
         return
     thumbs = case_thumbnails(get_runtime().db, [c.caseId for c in cases])
@@ -168,8 +159,14 @@ def neighbour_thumbnails(cases: Sequence[SimilarCase], *, per_row: int = 5) -> N
                 view = thumbs[case.caseId]
                 with col:
                     st.image(_png(view, len(view.slices) // 2, view.window, size), width=size, output_format="PNG")
-                    if st.button(inert(case.caseId), key=f"thumb-{case.caseId}", help=case.diagnosis, type="tertiary"):
-                        _case_dialog(case.caseId, case.diagnosis)
+                    st.button(
+                        inert(case.caseId),
+                        key=f"thumb-{case.caseId}",
+                        help=f"{case.diagnosis}: open beside the current image",
+                        type="tertiary",
+                        on_click=open_beside,
+                        args=("case", case.caseId),
+                    )
 
 
 def patient_timeline(scans: Sequence[ScanRow]) -> None:

@@ -14,7 +14,7 @@ from pages._draft import draft_editor
 from pages._draft_live import draft_generation
 from pages._shared import DEMO_NOTICE, DRAFT_NOTICE, get_runtime, pick_scan, require_user, show_error, similar_for
 from pages._text import inert
-from pages._viewer import image_panel, neighbour_thumbnails
+from pages._viewer import ai_reading, image_panel, neighbour_thumbnails
 from pages._widgets import case_cards, reports_view, scan_card
 
 user = require_user()
@@ -37,8 +37,16 @@ if not user.is_doctor:  # the access layer hands a patient only what a doctor si
     reports_view(view.reports)
     st.stop()
 
+reading_col, side = st.columns([3, 2], gap="medium")
+with reading_col:
+    image_panel(scan, show_reading=True)
+with side:
+    ai_reading(scan)
+    from pages._chat import chat_panel  # lazy: the answer service loads on first use
+
+    with st.container(border=True, key="ask-ai"):
+        chat_panel(rt, user, scan.scan_id)
 st.info(DRAFT_NOTICE, icon="📝")
-image_panel(scan, show_reading=True)
 left, right = st.columns([2, 3], gap="large")
 with left:
     scan_card(scan)
@@ -52,10 +60,6 @@ with left:
         neighbour_thumbnails(result.cases, per_row=3)
 
 with right:
-    from pages._chat import chat_panel  # lazy: the answer service loads on first use
-
-    with st.container(border=True, key="ask-ai"):
-        chat_panel(rt, user, scan.scan_id)
     with st.container(border=True, key="draft"):
         st.subheader("Report draft")
         requested = st.button(

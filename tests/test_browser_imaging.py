@@ -1,8 +1,8 @@
 """The image viewer end to end in real headless Chromium, on the demo data's images.
 
 A doctor opens the COPD patient's newest scan, sees its image, changes the window
-(preset), scrolls the series, compares with the prior scan (same window, same
-relative slice), opens a similar case's thumbnail large, and finds a real
+(preset) and scrolls the series in the viewer component, compares with the prior scan in the
+second pane (window and relative slice linked), opens a similar case beside it, and finds a real
 multi-frame DICOM series (the ultrasound cine from pydicom's test files) on an
 abdomen scan, and imports a real DICOM file through the Import images page.
 A patient sees their own image and no AI reading. Screenshots go to
@@ -51,8 +51,11 @@ def _shot(page: Any, name: str) -> None:
     page.screenshot(path=str(SHOTS / name))
 
 
-def _src(page: Any, selector: str) -> str:
-    return str(page.locator(selector).first.get_attribute("src"))
+def _viewer(page: Any) -> Any:
+    """The viewer component's frame, once it has shown its images."""
+    frame = page.frame_locator(".st-key-viewer iframe")
+    frame.locator("body[data-ready]").wait_for(timeout=TIMEOUT_MS)
+    return frame
 
 
 def test_viewer_window_scroll_prior_and_neighbour(server: tuple[str, Path]) -> None:
@@ -62,65 +65,70 @@ def test_viewer_window_scroll_prior_and_neighbour(server: tuple[str, Path]) -> N
     base, root = server
     rt = open_runtime(make_settings(root))
     copd = scan_of(rt, "rahul.mehta")
-    viewer_img = ".st-key-viewer [data-testid='stImage'] img"
     with chromium_page(1500, TIMEOUT_MS, ARTIFACTS / "imaging-failure.png") as page:
         log_in(page, base, "dr.chen")
         open_patient(page, "mehta")
         page.wait_for_url(f"**scan={copd}**")
-        viewer = page.locator(".st-key-viewer")
-        expect(viewer.get_by_text("Current · slice 8/16 · W 1500 / L -600")).to_be_visible()
-        expect(viewer.get_by_text("Synthetic demo CT volume", exact=False)).to_be_visible()
-        expect(viewer.get_by_text("COPD with emphysema")).to_be_visible()  # the AI reading, beside the image
-        first = _src(page, viewer_img)
+        frame = _viewer(page)
+        current = frame.locator("[data-testid='viewport-current']")
+        expect(current).to_have_attribute("data-slice", "9")
+        expect(current).to_have_attribute("data-window", "W 1500 / L -600")
+        expect(page.locator(".st-key-viewer").get_by_text("Synthetic demo CT volume", exact=False).first).to_be_visible()
+        expect(page.get_by_text("COPD with emphysema").first).to_be_visible()  # the AI reading, beside the image
         _shot(page, "01-viewer.png")
 
-        # a window preset: new pixels, the caption names the window
-        viewer.get_by_text("bone", exact=True).click()
-        expect(viewer.get_by_text("Current · slice 8/16 · W 1800 / L 400")).to_be_visible()
-        bone = _src(page, viewer_img)
-        assert bone != first
+        # a window preset, in the browser (no rerun)
+        frame.get_by_role("button", name="bone window", exact=False).click()
+        expect(current).to_have_attribute("data-window", "W 1800 / L 400")
         _shot(page, "02-bone-window.png")
 
-        # scroll the series with the keyboard
-        viewer.get_by_role("slider").last.focus()
+        # scroll the series with the keyboard on the focused image
+        current.focus()
         for _ in range(4):
-            page.keyboard.press("ArrowRight")
-        expect(viewer.get_by_text("Current · slice 12/16 · W 1800 / L 400")).to_be_visible()
-        assert _src(page, viewer_img) != bone
+            page.keyboard.press("ArrowDown")
+        expect(current).to_have_attribute("data-slice", "13")
 
-        # the prior side by side, same window and relative slice
-        viewer.get_by_text("Compare with prior").click()
-        prior_caption = viewer.get_by_text("Prior 2025-", exact=False)
-        expect(prior_caption).to_be_visible()
-        expect(prior_caption).to_contain_text("slice 12/16")
-        expect(page.locator(viewer_img)).to_have_count(2)
+        # the prior side by side: its own pane, scrolling and window linked
+        page.get_by_role("button", name="Compare with prior", exact=False).click()
+        frame = page.frame_locator(".st-key-viewer iframe")
+        beside = frame.locator("[data-testid='viewport-beside']")
+        expect(beside).to_be_visible()
+        frame.get_by_role("button", name="bone window", exact=False).click()
+        expect(beside).to_have_attribute("data-window", "W 1800 / L 400")
+        current = frame.locator("[data-testid='viewport-current']")
+        current.focus()
+        page.keyboard.press("End")
+        expect(current).to_have_attribute("data-slice", "16")
+        expect(beside).to_have_attribute("data-slice", "16")
         _shot(page, "03-prior-side-by-side.png")
+        page.get_by_role("button", name="Close prior scan").click()
+        expect(page.frame_locator(".st-key-viewer iframe").locator("[data-testid='viewport-beside']")).to_have_count(0)
 
         # a real multi-frame DICOM series (pydicom's ultrasound cine, attached to the demo lung scans)
         _settle(page)
-        viewer.locator("[data-testid='stSelectbox']").click()
+        page.locator(".st-key-viewer [data-testid='stSelectbox']").click()
         page.get_by_role("option").filter(has_text="Real ultrasound cine").click()
-        expect(viewer.get_by_text("Current · slice 15/30 · auto window")).to_be_visible()
-        cine = _src(page, viewer_img)
-        viewer.get_by_role("slider").last.focus()
+        frame = _viewer(page)
+        current = frame.locator("[data-testid='viewport-current']")
+        expect(current).to_have_attribute("data-slice", "15")
+        expect(current).to_have_attribute("aria-label", re.compile("of 30"))
+        current.focus()
         page.keyboard.press("End")
-        expect(viewer.get_by_text("Current · slice 30/30 · auto window")).to_be_visible()
-        assert _src(page, viewer_img) != cine
+        expect(current).to_have_attribute("data-slice", "30")
         _shot(page, "04-real-dicom-cine.png")
 
-        # a similar case's thumbnail opens large
+        # a similar case's thumbnail opens beside the current image
         thumbs = page.locator(".st-key-neighbour-thumbs")
         expect(thumbs.locator("img").first).to_be_visible()
         assert thumbs.locator("img").count() >= 3
         opened = thumbs.get_by_role("button", name=re.compile(r"^HC-\d+$")).first
         case_id = opened.inner_text().strip()
         opened.click()
-        dialog = page.get_by_role("dialog")
-        expect(dialog.locator("img").first).to_be_visible()
-        expect(dialog.get_by_text(case_id, exact=False).first).to_be_visible()
+        frame = page.frame_locator(".st-key-viewer iframe")
+        expect(frame.locator("[data-testid='viewport-beside']")).to_be_visible()
+        expect(frame.get_by_text(f"Similar case {case_id}")).to_be_visible()
+        page.locator(".st-key-viewer").scroll_into_view_if_needed()
         _shot(page, "05-neighbour-opened.png")
-        page.keyboard.press("Escape")
-        expect(dialog).to_have_count(0)
 
         # a doctor imports a real DICOM file through the page, then opens the new scan
         page.get_by_role("link", name="Import images").click()
@@ -134,13 +142,15 @@ def test_viewer_window_scroll_prior_and_neighbour(server: tuple[str, Path]) -> N
         expect(page.get_by_text("no embedding", exact=False)).to_be_visible()
         _shot(page, "06-import-page.png")
         page.get_by_role("link", name="Open the abdomen scan", exact=False).click()
-        expect(page.locator(".st-key-viewer").get_by_text("Current · auto window")).to_be_visible()
+        _viewer(page)
         expect(page.get_by_role("combobox", name="Patient")).to_have_value(re.compile(r"^Imported patient [0-9A-F]{6}$"))
-        expect(page.locator(".st-key-viewer").get_by_text("Awaiting AI reading")).to_be_visible()
+        expect(page.get_by_text("Awaiting AI reading").first).to_be_visible()
 
         # a patient sees their own image, no AI reading
         page.get_by_role("button", name="Log out").click()
         log_in(page, base, "rahul.mehta")
-        expect(page.locator(viewer_img).first).to_be_visible()
-        expect(page.locator(".st-key-viewer").get_by_text("AI reading")).to_have_count(0)
+        frame = _viewer(page)
+        expect(frame.locator("[data-testid='viewport-current']")).to_be_visible()
+        expect(page.get_by_text("AI reading")).to_have_count(0)
+        expect(page.get_by_role("button", name="Compare with prior", exact=False)).to_have_count(0)
         _shot(page, "07-patient-view.png")

@@ -57,6 +57,15 @@ def test_prior_and_thumbnails_lookups(demo: Runtime) -> None:
     assert frames.ndim in (3, 4) and 0 <= frame < frames.shape[0]
 
 
+def _viewer(at: object) -> tuple[list[dict[str, object]], dict[str, bytes]]:
+    """The viewer component's panes (JSON) and pixel arguments (bytes), as the browser receives them."""
+    import json
+
+    (element,) = [e for e in at.get("component_instance") if "casebook_viewer" in e.proto.component_name]  # type: ignore[attr-defined]
+    panes = json.loads(element.proto.json_args)["panes"]
+    return panes, {a.key: a.bytes for a in element.proto.special_args}
+
+
 def test_scan_review_viewer_for_doctor_and_patient(demo_root: Path, demo: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
     use_root(demo_root, monkeypatch)
     sid = scan_of(demo, "rahul.mehta")
@@ -64,15 +73,26 @@ def test_scan_review_viewer_for_doctor_and_patient(demo_root: Path, demo: Runtim
     doctor.run()
     assert not doctor.exception
     assert "**AI reading**" in texts(doctor) and "Synthetic demo CT volume" in texts(doctor)
-    before = _images(doctor)[0].proto.imgs[0].url  # type: ignore[attr-defined]
-    doctor.button_group(key="viewer-preset").set_value("bone").run()  # type: ignore[attr-defined]
-    after = _images(doctor)[0].proto.imgs[0].url  # type: ignore[attr-defined]
-    assert after != before
+    panes, pixels = _viewer(doctor)
+    (current,) = panes
+    view = series_for_scan(demo.db, sid)[0]
+    frames = ImageStore.from_settings(demo.settings).load_frames(view.slices[0][0])
+    # every frame in modality units (HU), in the session's message: the browser windows and scrolls alone
+    assert current["frames"] == len(view.slices) and current["dtype"] == "int16" and current["modality"] == "CT"
+    sent = np.frombuffer(pixels["pixels_0"], "<i2").reshape(len(view.slices), current["rows"], current["cols"])
+    assert np.array_equal(sent[0], frames[0]) and current["window"] == {"center": -600.0, "width": 1500.0}
+    # the prior opens in the second pane
+    doctor.button(key="beside-prior").click().run()
+    panes, pixels = _viewer(doctor)
+    assert [p["key"] for p in panes] == ["current", "beside"] and set(pixels) == {"pixels_0", "pixels_1"}
+    assert panes[1]["caption"] == "Prior scan"
     patient = page("scan_review", user_of(demo, "rahul.mehta"), sid)
     patient.run()
     assert not patient.exception
-    assert _images(patient), "a patient sees their own image"
+    panes, _ = _viewer(patient)
+    assert len(panes) == 1, "a patient sees their own image, no second pane"
     assert "AI reading" not in texts(patient) and "COPD" not in texts(patient)
+    assert not [b for b in patient.button if b.key == "beside-prior"]
 
 
 def test_patient_explorer_timeline_and_similar_case_thumbnails(

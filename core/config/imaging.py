@@ -41,6 +41,12 @@ class ImagingSettings(Group):
     render_cache_entries: int = Field(
         512, ge=0, description="Rendered slices (per series, slice, window and size) kept in memory per process."
     )
+    viewer_max_mb: float = Field(
+        96.0,
+        gt=0,
+        description="Most pixel data, in MB, one series sends to the browser viewer at once (every frame, so "
+        "scrolling never waits); a larger series is thinned to every k-th frame and says so.",
+    )
     encoder: Literal["demo", "none", "local"] = Field(
         "demo",
         description="Image encoder for imported scans. `demo`: a fixed random projection of a 32x32 thumbnail "
