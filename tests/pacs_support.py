@@ -111,6 +111,7 @@ class FakeEndpoint:
     def __init__(self, metadata: list[dict[str, Any]] | None = None) -> None:
         self.metadata = metadata or []
         self.stow_status = 200
+        self.stow_first: list[int] = []  # statuses answered to the next STOWs, in order, before stow_status
         self.fhir_status = 200
         self.delay_s = 0.0
         self.posts: list[tuple[str, dict[str, str], bytes]] = []
@@ -144,7 +145,8 @@ class FakeEndpoint:
                     self._send(outer.fhir_status, b'{"resourceType": "Bundle", "type": "transaction-response"}',
                                "application/fhir+json")  # fmt: skip
                 else:
-                    self._send(outer.stow_status, b"{}", "application/dicom+json")
+                    status = outer.stow_first.pop(0) if outer.stow_first else outer.stow_status
+                    self._send(status, b"{}", "application/dicom+json")
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)

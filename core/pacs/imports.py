@@ -38,7 +38,17 @@ from core.settings import Settings
 from core.store.db import Database
 from core.store.models import PacsStudyLink, User
 
-__all__ = ["PACS_IMPORT", "StudyOutcome", "import_studies", "linked", "require_doctor", "sealer_for", "sync"]
+__all__ = [
+    "PACS_IMPORT",
+    "StudyOutcome",
+    "doctor_id",
+    "import_studies",
+    "link_hook",
+    "linked",
+    "require_doctor",
+    "sealer_for",
+    "sync",
+]
 
 log = logging.getLogger(__name__)
 PACS_IMPORT = "pacs.import"  # audit event, one per study tried
@@ -108,7 +118,9 @@ def _sources(datasets: list[Any]) -> list[Source]:
     return out
 
 
-def _linker(sealer: Sealer, endpoint: str) -> Callable[[Session, list[tuple[str, str]]], None]:
+def link_hook(sealer: Sealer, endpoint: str) -> Callable[[Session, list[tuple[str, str]]], None]:
+    """The importer's link hook: one protected :class:`PacsStudyLink` per new scan, in the import's transaction."""
+
     def link(s: Session, scans: list[tuple[str, str]]) -> None:
         for scan_id, study_uid in scans:
             s.add(
@@ -163,7 +175,7 @@ def import_studies(
                 confirm_burned_in=confirm_burned_in,
                 actor_id=actor_id,
                 progress=step,
-                link=_linker(sealer, client.where),
+                link=link_hook(sealer, client.where),
             )
         except PacsError as exc:  # the PACS itself failed: the other studies would fail the same way
             audit.record(db, PACS_IMPORT, actor_id, None, outcome="failed", error=type(exc).__name__)
