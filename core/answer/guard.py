@@ -13,7 +13,10 @@ and bidi characters removed, confusables folded, case-folded; see
 4. every number in it, written in digits or in words ("nine in ten", "five
    hundred"), is a bundle number, a percentage of one, or a count of the cases;
 5. every other word is either in the bundle or an ordinary word of an answer
-   about similar cases (:data:`~core.answer.guard_lexicon.ANSWER_VOCABULARY`).
+   about similar cases (:data:`~core.answer.guard_lexicon.ANSWER_VOCABULARY`);
+6. every quantified or negated claim about the cases' outcomes ("none of the similar
+   patients died", "2 of 5", "every case recovered") holds over the facts computed
+   from the bundle (:mod:`core.answer.claims`).
 
 That is an allow-list: a word the bundle does not support ("tuberculosis",
 "thoracostomy", "cohort", a patient's name) drops the sentence. Verbatim bundle
@@ -37,6 +40,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from core.answer.claims import contradiction
 from core.answer.facts import AnswerFacts
 from core.answer.guard_facts import BundleFacts, add_answer_facts, facts_for, find_ids
 from core.answer.guard_lexicon import (
@@ -170,6 +174,8 @@ def _check(
         return shown, f"diagnoses not in the evidence: {', '.join(extra[:3])}", [], []
     if extra := _unsupported(re.sub(r"\d+(?:[.,]\d+)*", " ", plain), facts, vocabulary):
         return shown, f"terms not in the evidence: {', '.join(extra[:5])}", [], []
+    if facts.outcomes is not None and (why := contradiction(shown.casefold(), facts.outcomes)) is not None:
+        return shown, why, [], []
     return shown, None, cited, []
 
 

@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from core.answer.claims import CaseOutcomes
 from core.answer.facts import AnswerFacts
 from core.answer.understand import EVENTS
 from core.contracts import BundleResult
@@ -55,6 +56,7 @@ class BundleFacts:
     text: str = ""
     dates: list[str] = field(default_factory=list)
     not_recorded: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    outcomes: CaseOutcomes | None = None  # each case's events, for the claim checker (core.answer.claims)
 
     def allows_number(self, value: float) -> bool:
         """True when ``value`` is a bundle number, a percentage of one, or a count of the cases."""
@@ -111,6 +113,7 @@ def facts_for(result: BundleResult) -> BundleFacts:
     facts.numbers |= {float(d) for d in result.prior_days_before}
     reports = [t for r in bundle.priorReports for t in (r.findings, r.impression)]
     facts.advice_free_reports = sorted({normalise(t) for t in reports if t.strip()}, key=len, reverse=True)
+    facts.outcomes = CaseOutcomes.of(result)
     return facts
 
 
