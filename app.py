@@ -25,6 +25,7 @@ SECTIONS: dict[str, list[tuple[str, str, str]]] = {
         ("pages/patient_explorer.py", "Patient Explorer", "🗺️"),
         ("pages/report_draft.py", "Report Draft", "📝"),
         ("pages/import_images.py", "Import images", "📥"),
+        ("pages/pacs.py", "PACS", "🏥"),
     ],
     "Knowledge": [
         ("pages/guideline_qa.py", "Guideline QA", "📚"),
