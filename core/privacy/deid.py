@@ -5,7 +5,11 @@
 cannot split a name or a number):
 
 * ``[NAME]``: every name of the user table (display names, their parts,
-  usernames), matched as whole words, case-insensitively;
+  usernames), matched as whole words, case-insensitively; then other people's
+  names found by title, relation, position or name dictionary
+  (:mod:`core.privacy.freetext`);
+* ``[ADDRESS]``, ``[POSTCODE]``: street addresses with their town and postcode,
+  UK postcodes and US ZIP codes (:mod:`core.privacy.freetext`);
 * ``[EMAIL]``, ``[PHONE]``, ``[DATE]`` (ISO, day-month-year with ``/ . -``,
   month names either way round, dates of birth with only a year);
 * ``[RECORD]``: a number after a record keyword (MRN, record, hospital, NHS,
@@ -23,6 +27,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from core.privacy.freetext import find_addresses, find_names
 from core.privacy.text import normalise
 
 __all__ = ["PATTERNS", "Deidentifier", "Finding", "name_variants"]
@@ -113,13 +118,24 @@ class Deidentifier:
         named = self._name_pattern()
         # an email goes first, whole: its local part often holds a name
         patterns = [PATTERNS[0], ("NAME", named), *PATTERNS[1:]] if named is not None else list(PATTERNS)
+        places = find_addresses(low)
+
+        def add(kind: str, start: int, end: int) -> None:
+            if not any(start < f.end and f.start < end for f in spans):
+                spans.append(Finding(kind, start, end, low[start:end]))
+
         for kind, pattern in patterns:
+            if kind == "DATE":  # addresses before dates and numbers: "12 Elm Street, Leeds LS1 4AP" is one
+                for place, start, end in places:
+                    add(place, start, end)
             for m in pattern.finditer(low):
                 if kind == "PHONE" and not 9 <= _digits(m.group(0)) <= 15:
                     continue
-                if any(m.start() < f.end and f.start < m.end() for f in spans):
-                    continue
-                spans.append(Finding(kind, m.start(), m.end(), m.group(0)))
+                add(kind, m.start(), m.end())
+        cased = normalise(text, casefold=False)
+        if len(cased) == len(low):  # other people's names need the capitals (a rare longer fold loses them)
+            for start, end in find_names(cased, places):
+                add("NAME", start, end)
         return sorted(spans, key=lambda f: f.start)
 
     def scrub(self, text: str) -> str:
