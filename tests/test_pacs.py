@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from core.pacs.imports import import_studies, sync
 from core.reports import DraftText, amend_report, save_draft, sign_draft
 from core.runtime import Runtime, open_runtime
 from core.store.models import AuditLog, ImageIdentityMap, ImageSeries, PacsStudyLink, Report, Scan, User
-from tests.conftest import make_settings
+from tests.conftest import make_settings, run_cli
 from tests.pacs_support import Orthanc, PacsStudy, leaks, make_study, orthanc_or_skip, tree_text
 
 pytestmark = pytest.mark.pacs
@@ -50,6 +51,10 @@ def rt(tmp_path: Path, orthanc: Orthanc, monkeypatch: pytest.MonkeyPatch) -> Ite
         s.add(User(username="pat.local", display_name="Demo Patient Local", role="patient"))
     yield runtime
     runtime.db.dispose()
+
+
+def orthanc_password(rt: Runtime) -> str:
+    return os.environ[rt.settings.pacs.password_env]
 
 
 def _user(rt: Runtime, username: str) -> int:
@@ -95,7 +100,7 @@ def test_round_trip_search_import_sign_export_amend(
     study = _stored(rt, "CT_small.dcm", "MR_small.dcm")
     # found by search: by patient name prefix, by id, by accession; a modality it lacks finds nothing
     client = _client(rt)
-    name_prefix = study.patient_name.split("^")[0] + "^" + study.patient_name.split("^")[1][:10]
+    name_prefix = study.patient_name[:-1].lower()  # a prefix, in another case
     hits = client.search_studies(StudyQuery(patient_name=name_prefix))
     assert [h.study_uid for h in hits] == [study.study_uid] and hits[0].series == 2
     assert [h.study_uid for h in client.search_studies(StudyQuery(accession=study.accession))] == [study.study_uid]
@@ -163,7 +168,8 @@ def test_round_trip_search_import_sign_export_amend(
         rows = s.scalars(select(AuditLog)).all()
         audit_text = " ".join(json.dumps([a.scan_ref, a.detail, a.outcome]) for a in rows)
     assert {"pacs.import", "report.export"} <= {a.action for a in rows}
-    assert leaks(caplog.text, study) == []
+    assert leaks(caplog.text, study) == [] and rt.settings.pacs.password_env not in caplog.text
+    assert orthanc_password(rt) not in caplog.text + tree_text(tmp_path / "data")
     assert leaks(audit_text, study) == []
     assert leaks(tree_text(tmp_path / "data"), study) == []
 
@@ -229,3 +235,29 @@ def test_only_doctors_import_and_export(rt: Runtime) -> None:
         export_report(rt.settings, rt.db, 1, actor_id=patient)
     with pytest.raises(AccessDeniedError):
         sync(rt.settings, rt.db, _client(rt), StudyQuery(), actor_id=None)
+
+
+def test_command_line_search_import_export_queue(rt: Runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = rt.settings.pacs
+    for key, value in {"URL": cfg.url, "USERNAME": cfg.username, "PASSWORD_ENV": PW_ENV}.items():
+        monkeypatch.setenv(f"CASEBOOK_PACS__{key}", str(value))
+    doctor = _user(rt, "dr.pacs")
+    study = _stored(rt, "CT_small.dcm")
+    found = run_cli(tmp_path, "pacs", "search", "--patient-id", study.patient_id, "--json")
+    assert found.returncode == 0, found.stderr
+    assert [h["study_uid"] for h in json.loads(found.stdout)] == [study.study_uid]
+    imported = run_cli(
+        tmp_path, "pacs", "import", study.study_uid, "--doctor", "dr.pacs", "--anatomy", "lung", "--json"
+    )
+    assert imported.returncode == 0, imported.stderr
+    (outcome,) = json.loads(imported.stdout)
+    assert outcome["status"] == "imported" and "[100%]" in imported.stderr
+    report = _sign(rt, outcome["scan_id"], doctor, "Clear lungs.")
+    refused = run_cli(tmp_path, "pacs", "export", str(report), "--doctor", "pat.local")
+    assert refused.returncode == 2 and "Only doctors" in refused.stderr
+    sent = run_cli(tmp_path, "pacs", "export", str(report), "--doctor", "dr.pacs", "--to", "sr", "--json")
+    assert sent.returncode == 0, sent.stderr
+    assert [(o["target"], o["status"]) for o in json.loads(sent.stdout)] == [("sr", "sent")]
+    queue = run_cli(tmp_path, "pacs", "queue", "--json")
+    assert queue.returncode == 0 and json.loads(queue.stdout) == []
+    assert len(_srs(rt, study.study_uid)) == 1

@@ -171,6 +171,8 @@ def mapped_errors(what: str, where: str) -> Iterator[None]:
         status = exc.response.status_code if exc.response is not None else 0
         if status in (401, 403):
             raise PacsAuthError(f"{what}: {where} refused the credentials (HTTP {status})") from exc
+        if status in (HTTPStatus.REQUEST_TIMEOUT, HTTPStatus.GATEWAY_TIMEOUT):
+            raise PacsTimeoutError(f"{what}: {where} answered HTTP {status} (timed out)") from exc
         raise PacsRefusedError(f"{what}: {where} answered HTTP {status}") from exc
     except RetryError as exc:
         response = exc.last_attempt.value if not exc.last_attempt.has_exception else None
