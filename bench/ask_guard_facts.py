@@ -23,11 +23,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core.answer.evaluate import _scan_ids, load_questions
 from core.answer.guard import GuardReport, enforce
 from core.answer.guard_inputs import refusal_lists
 from core.answer.prompt import ask_messages
 from core.answer.service import answer_readonly
+from core.askeval.doctor_set import _scan_ids, load_questions
 from core.errors import CasebookError
 from core.runtime import open_runtime
 from core.settings import REPO_ROOT, Settings

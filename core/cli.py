@@ -23,7 +23,7 @@ __all__ = ["emit", "main", "settings_from_args"]
 # Modules that add sub-commands; each defines ``register(sub: argparse._SubParsersAction) -> None``.
 _AREAS = (
     "core.cases.cli",
-    "core.answer.cli",
+    "core.askeval.cli",
     "core.llm.cli",
     "core.kb.cli",
     "core.guideline.cli",

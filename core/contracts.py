@@ -125,6 +125,8 @@ class BundleResult(Strict):
     bundle: ContextBundle | None
     case_ids: list[str] = Field(default_factory=list)
     severities: list[str | None] = Field(default_factory=list)
+    ages: list[int | None] = Field(default_factory=list, description="Ages parallel to case_ids; never sent to a model.")
+    sexes: list[str | None] = Field(default_factory=list, description="Sexes parallel to case_ids; never sent to a model.")
     prior_dates: list[str] = Field(
         default_factory=list, description="Signing dates (ISO) parallel to bundle.priorReports; never sent to a model."
     )

@@ -26,6 +26,7 @@ from core.settings import Settings, load_settings
 
 if TYPE_CHECKING:
     from core.answer.guard_inputs import GuardLists
+    from core.answer.kit import AskKit
     from core.cases.search import CaseSearch
     from core.embed import Embedder
     from core.guideline.pipeline import GuidelineQA
@@ -171,6 +172,31 @@ class Runtime:
         from core.answer.guard_inputs import GuardLists
 
         return GuardLists(self.settings, self.kb)
+
+    @_Part
+    def ask_kit(self) -> AskKit:
+        """What Ask AI and drafts receive: the database, case search, guard lists, settings, a condition lexicon
+        built from the case store's own diagnoses, and the question reader (the shipped intent model over the
+        shared embedder, which loads on the first question)."""
+        from sqlalchemy import select
+
+        from core.answer.intent_model import IntentModel
+        from core.answer.kit import AskKit
+        from core.answer.lexicon import ConditionLexicon
+        from core.answer.reader import QuestionReader
+        from core.store.models import HistoricalCase
+
+        with self.db.read_only() as s:
+            diagnoses = tuple(s.scalars(select(HistoricalCase.diagnosis).distinct().order_by(HistoricalCase.diagnosis)))
+        lexicon = ConditionLexicon(diagnoses)
+        reader = QuestionReader(
+            lexicon,
+            embed=lambda texts: self.embedder.embed_queries(texts),
+            embed_model_id=lambda: self.embedder.model_id,
+            model=IntentModel.load(),
+            fallback_below=self.settings.ask.read_as_below,
+        )
+        return AskKit(self.settings, self.db, self.case_search, self.guard_lists, lexicon, reader)
 
     @_Part
     def guideline_retriever(self) -> Retriever:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
-from core.answer.compose import OUT_OF_SCOPE
+from core.answer.compose import carries_to_guidelines, is_pointer
 from core.contracts import INSUFFICIENT_DATA, NO_COMPARABLE_CASES
 from core.errors import CasebookError, ConflictError, RateLimitedError
 from pages._model_choice import ChoiceBox, model_for
@@ -36,7 +36,7 @@ def _assistant(content: str, cited: list[str], confidence: str | None, key: str,
         st.warning(f"**The AI abstained.** {inert(content)}\n\n{inert(why[0].upper() + why[1:])}", icon="🛑")
     else:
         st.markdown(inert(content))  # model text renders as plain text: no links, images or HTML
-    if content != OUT_OF_SCOPE:  # a pointer to Guideline QA is no case-based answer: no evidence badge
+    if not is_pointer(content):  # a pointer to Guideline QA is no case-based answer: no evidence badge
         confidence_badge(confidence)
     citation_chips(cited, key)
 
@@ -160,7 +160,7 @@ def chat_panel(rt: Runtime, user: CurrentUser, scan_id: str) -> None:
                     st.caption("Answer pending… it appears here when ready (reload to refresh).")
                 else:
                     _assistant(m["content"], m["citedCaseIds"] or [], m["confidence"], f"{scan_id}-{i}")
-                    if m["content"] == OUT_OF_SCOPE and i > 0:
+                    if carries_to_guidelines(m["content"]) and i > 0:
                         _guideline_link(past[i - 1]["content"], f"{scan_id}-{i}")
     question = st.chat_input("Ask about this scan…", key="ask-input", max_chars=rt.settings.ask.max_question_chars)
     box = _box(scan_id)

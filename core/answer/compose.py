@@ -1,29 +1,42 @@
 """The extractive composer: an answer written in code from the bundle's facts, with no language model.
 
 :func:`compose` understands the question (:mod:`core.answer.understand`), computes
-the facts (:mod:`core.answer.facts`) and writes the answer for the intent. It
-abstains with the contract's "Insufficient data..." only when a condition the
-question names is absent from the evidence or the intent cannot be answered from
-a bundle (general medical knowledge); the reason is one sentence. Treatment and
-management questions get the fixed out-of-scope answer that points to Guideline QA.
+the facts (:mod:`core.answer.facts`) and writes the answer for the intent. The
+question is read into parts (:mod:`core.answer.reader`); each part is answered from
+the facts or named with its reason (:mod:`core.answer.parts_answer`). The contract's
+"Insufficient data..." stands only when no part can be answered (every named term is
+absent from the evidence, or only general medical knowledge is asked); the reason names
+each part. Treatment parts get the pointer that says what Guideline QA covers.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
 from core.answer.facts import AnswerFacts, EventCount, bundle_facts
-from core.answer.understand import Intent, Understanding, understand
+from core.answer.guards_text import INJECTION_REFUSAL, OFF_TOPIC
+from core.answer.lexicon import default_lexicon
+from core.answer.parts_answer import CARRIED, POINTER_HEAD, answer_part, pointer
+from core.answer.reader import QuestionReader, Reading
+from core.answer.understand import Intent, Understanding
 from core.config.ask import AskSettings
 from core.contracts import INSUFFICIENT_DATA, AskAnswer, BundleResult, ContextBundle
 
-__all__ = ["OUT_OF_SCOPE", "Composed", "absent_names", "compose", "confidence_for", "out_of_scope_answer"]
+__all__ = ["OUT_OF_SCOPE", "Composed", "carries_to_guidelines", "compose", "confidence_for", "is_pointer", "out_of_scope_answer"]
 
-OUT_OF_SCOPE = (
-    "Treatment, dosing and management are outside what similar cases can answer. "
-    "Ask Guideline QA, which answers from the clinical guidelines and drug labels in Casebook."
-)
+OUT_OF_SCOPE = POINTER_HEAD  # the first sentence of every treatment answer (pages and tests recognise it)
+
+
+def is_pointer(text: str) -> bool:
+    """True when ``text`` is the treatment pointer (no case-based answer: no evidence badge)."""
+    return text.startswith(OUT_OF_SCOPE)
+
+
+def carries_to_guidelines(text: str) -> bool:
+    """True when an answer holds the pointer for a question Guideline QA covers (the page offers to carry it)."""
+    return CARRIED in text
 
 
 @dataclass(frozen=True)
@@ -32,15 +45,17 @@ class Composed:
 
     answer: AskAnswer
     intent: Intent
-    kind: Literal["answer", "insufficient", "out_of_scope"]
+    kind: Literal["answer", "insufficient", "out_of_scope", "refused"]
     reason: str | None = None
     facts: AnswerFacts | None = None
     understanding: Understanding | None = None
+    reading: Reading | None = None
+    in_scope: bool = False  # a treatment part that Guideline QA covers (the question is carried there)
 
 
-def out_of_scope_answer() -> AskAnswer:
-    """The fixed answer to a treatment, dose or management question: no case is cited."""
-    return AskAnswer(answer=OUT_OF_SCOPE, citedCaseIds=[], confidence="low")
+def out_of_scope_answer(in_scope: bool, conditions: Mapping[str, str]) -> AskAnswer:
+    """The fixed answer to a treatment, dose or management question: what Guideline QA covers, no case cited."""
+    return AskAnswer(answer=pointer(in_scope, conditions), citedCaseIds=[], confidence="low")
 
 
 def confidence_for(bundle: ContextBundle, settings: AskSettings) -> Literal["high", "medium", "low"]:
@@ -83,18 +98,6 @@ def _spread(groups: list[tuple[str, list[str]]]) -> str:
     return "; ".join(f"{label} in {len(ids)} ({_ids(ids)})" for label, ids in groups)
 
 
-def absent_names(u: Understanding, facts: AnswerFacts) -> list[str]:
-    """Conditions or findings the question names that no evidence field mentions."""
-    text = facts.evidence_text()
-    missing = [
-        e.name
-        for e in u.entities
-        if e.name.lower() != facts.ai_diagnosis.lower() and not any(t in text for t in e.evidence)
-    ]
-    missing += [w for w in u.unknown if w not in text]
-    return missing + [label for label, stem in u.attributes if stem not in text]
-
-
 def _head(f: AnswerFacts) -> str:
     return f"The AI reading of this {f.anatomy} scan is {f.ai_diagnosis} at {_pct(f.ai_confidence)} confidence."
 
@@ -127,40 +130,52 @@ def _entity_mentions(u: Understanding, f: AnswerFacts) -> list[str]:
     return out
 
 
+def _demographics(f: AnswerFacts) -> list[str]:
+    aged = [(c.age, c.case_id) for c in f.cases if c.age is not None]
+    out = []
+    if aged:
+        ages = [a for a, _ in aged]
+        out.append(f"Ages of the {len(aged)} similar cases: {', '.join(f'{a} ({cid})' for a, cid in aged)}; "
+                   f"range {min(ages)} to {max(ages)}.")  # fmt: skip
+    sexes = _groups_of((c.sex, c.case_id) for c in f.cases if c.sex)
+    if sexes:
+        words = {"M": "male", "F": "female"}
+        out.append("Sex: " + "; ".join(f"{len(ids)} {words.get(k, k)} ({_ids(ids)})" for k, ids in sexes) + ".")
+    return out or [f"Age and sex are not recorded for the {f.n} similar cases ({_ids(f.ids)})."]
+
+
+def _groups_of(pairs: object) -> list[tuple[str, list[str]]]:
+    groups: dict[str, list[str]] = {}
+    for key, cid in pairs:  # type: ignore[attr-defined]
+        groups.setdefault(key, []).append(cid)
+    return sorted(groups.items(), key=lambda kv: -len(kv[1]))
+
+
 def _body(u: Understanding, f: AnswerFacts) -> list[str]:
-    head = _head(f)
+    """What the part's intent alone answers (the AI reading is stated once, before every part)."""
     if u.intent in {"outcomes", "prediction"}:
-        body = [head, _outcomes(f)]
-        body.append("These are outcomes of past cases, not a prediction for this patient.")
-        return body
+        return [_outcomes(f), "These are outcomes of past cases, not a prediction for this patient."]
     if u.intent == "count":
         if u.severity is not None and (u.event is None or u.severity == "critical"):
-            return [head, _count_sentence(f.count_severity(u.severity), f)]
-        if u.event is not None:
-            return [head, _count_sentence(f.count(u.event), f), _outcomes(f)]
-        named = [e for e in u.entities]
-        if named:
-            e = named[0]
-            ids = [c.case_id for c in f.cases if any(t in c.diagnosis.lower() for t in e.evidence)]
-            return [head, f"{len(ids)} of {f.n} similar cases have the diagnosis {e.name}" + (f" ({_ids(ids)})." if ids else ".")]
-        return [head, _outcomes(f)]
+            return [_count_sentence(f.count_severity(u.severity), f)]
+        return [_outcomes(f)]  # the counted concepts come first (core.answer.parts_answer)
     if u.intent == "severity":
         groups = f.by_severity()
-        body = [head]
+        body = []
         if u.severity == "critical" and groups[0][0] != "critical":
             body.append(f"None of the {f.n} similar cases is recorded as critical; the most severe are {groups[0][0]} ({_ids(groups[0][1])}).")
         body.append(f"Severity recorded for the {f.n} similar cases, most severe first: {_spread(groups)}.")
         return body
     if u.intent == "prior":
         if not f.priors:
-            return [f"No signed prior {f.anatomy} report of this patient is on record to compare with.", head,
+            return [f"No signed prior {f.anatomy} report of this patient is on record to compare with.",
                     f"The {f.n} most similar cases are {_ids(f.ids)}."]
         latest = f.priors[0]
         body = [f'Compared with the signed prior report of {latest.date or "an earlier date"}, which reads: "{latest.impression}"',
                 f'Its findings: "{latest.findings}"']
         for p in f.priors[1:]:
             body.append(f'The earlier signed report of {p.date or "an earlier date"} reads: "{p.impression}"')
-        body.append(f"{head} The current scan has no signed report yet; the change is for the reading doctor to judge.")
+        body.append("The current scan has no signed report yet; the change is for the reading doctor to judge.")
         body.append(f"The {f.n} most similar cases are {_ids(f.ids)}.")
         return body
     if u.intent == "why_similar":
@@ -174,38 +189,72 @@ def _body(u: Understanding, f: AnswerFacts) -> list[str]:
             "Similarity is computed from the images alone, not from reports or outcomes.",
         ]
     if u.intent == "differential":
-        return [head, f"Diagnoses among the {f.n} most similar {f.anatomy} cases: {_spread(f.by_diagnosis())}.",
+        return [f"Diagnoses among the {f.n} most similar {f.anatomy} cases: {_spread(f.by_diagnosis())}.",
                 f"{f.agreement()} of {f.n} agree with the AI reading."]
+    if u.intent == "demographics":
+        return _demographics(f)
     return [
-        head,
         f"Diagnoses among the {f.n} most similar {f.anatomy} cases: {_spread(f.by_diagnosis())}.",
         _outcomes(f),
         f"Severity recorded, most severe first: {_spread(f.by_severity())}.",
     ]
 
 
-def compose(question: str, result: BundleResult, settings: AskSettings) -> Composed:
-    """Write the answer for ``question`` from the bundle in ``result`` (which must not be empty)."""
+def compose(
+    question: str,
+    result: BundleResult,
+    settings: AskSettings,
+    reader: QuestionReader | None = None,
+    conditions: Mapping[str, str] | None = None,
+    reading: Reading | None = None,
+) -> Composed:
+    """Write the answer for ``question`` from the bundle in ``result`` (which must not be empty), part by part.
+
+    ``conditions`` are Guideline QA's (``guideline.conditions``), for the treatment pointer.
+    """
     bundle = result.bundle
     assert bundle is not None, "compose() needs a bundle; empty results get the fixed response"
-    u = understand(question)
-    if u.intent == "treatment":
-        return Composed(out_of_scope_answer(), u.intent, "out_of_scope", "treatment and management are out of scope", None, u)
+    reading = reading or (reader or QuestionReader()).read(question)
+    conds = conditions if conditions is not None else {}
     facts = bundle_facts(result, settings.max_cited_cases)
-    insufficient = AskAnswer(answer=INSUFFICIENT_DATA, citedCaseIds=[], confidence="low")
-    missing = absent_names(u, facts)
-    if missing:
-        names = [m[0].upper() + m[1:] for m in missing]
-        named = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
-        verb = "is" if len(names) == 1 else "are"
-        reason = (
-            f"{named} {verb} not mentioned in this scan's AI reading, its {facts.n} similar cases "
-            f"or {'its prior reports' if facts.priors else 'any prior report (there is none)'}."
-        )
-        return Composed(insufficient, u.intent, "insufficient", reason, facts, u)
-    if u.intent == "general_knowledge":
-        reason = "General medical knowledge (literature, incidence, test accuracy) is not part of this scan's evidence; Guideline QA may answer it."
-        return Composed(insufficient, u.intent, "insufficient", reason, facts, u)
-    sentences = [*_body(u, facts), *_entity_mentions(u, facts)]
+    first = reading.parts[0]
+    if any(u.intent == "injection" for u in reading.parts):
+        refusal = AskAnswer(answer=INJECTION_REFUSAL, citedCaseIds=[], confidence="low")
+        return Composed(refusal, "injection", "refused", "instructions inside the question", None, first, reading)
+    if all(u.intent == "off_topic" for u in reading.parts):
+        off = AskAnswer(answer=OFF_TOPIC, citedCaseIds=[], confidence="low")
+        return Composed(off, "off_topic", "refused", "the question is not about this scan", None, first, reading)
+    lexicon = (reader.lexicon if reader else None) or default_lexicon()
+    parts = [answer_part(u, facts, _body(u, facts), conds, lexicon) for u in reading.parts if u.intent != "off_topic"]
+    intent = _main_intent(reading)
+    if all(p.kind == "treatment" for p in parts):
+        in_scope = any(p.in_scope for p in parts)
+        ans = AskAnswer(answer=parts[0].sentences[0], citedCaseIds=[], confidence="low")
+        return Composed(ans, "treatment", "out_of_scope", "treatment and management are out of scope", None, first,
+                        reading, in_scope)  # fmt: skip
+    if all(p.kind in {"not_recorded", "general", "treatment"} for p in parts):
+        reason = " ".join(dict.fromkeys(p.reason or "" for p in parts if p.reason))
+        insufficient = AskAnswer(answer=INSUFFICIENT_DATA, citedCaseIds=[], confidence="low")
+        in_scope = any(p.in_scope for p in parts)
+        return Composed(insufficient, intent, "insufficient", reason, facts, first, reading, in_scope)
+    sentences = [] if all(u.intent == "why_similar" for u in reading.parts) else [_head(facts)]
+    sentences += reading.read_as(settings.read_as_below)
+    for p in parts:
+        if p.kind == "general":
+            sentences.append(p.reason or "")
+        else:
+            sentences += [s for s in p.sentences if s not in sentences]
+    sentences += [s for s in _entity_mentions(first, facts) if s not in sentences]
+    if any(u.intent == "off_topic" for u in reading.parts):
+        sentences.append(OFF_TOPIC)
+    in_scope = any(p.in_scope for p in parts)
     answer = AskAnswer(answer=" ".join(sentences), citedCaseIds=facts.ids, confidence=confidence_for(bundle, settings))
-    return Composed(answer, u.intent, "answer", None, facts, u)
+    return Composed(answer, intent, "answer", None, facts, first, reading, in_scope)
+
+
+def _main_intent(reading: Reading) -> Intent:
+    """The first answerable part's intent (a treatment or general part only when nothing else is asked)."""
+    for u in reading.parts:
+        if u.intent not in {"treatment", "general_knowledge", "off_topic"}:
+            return u.intent
+    return reading.parts[0].intent

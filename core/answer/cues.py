@@ -13,6 +13,8 @@ from typing import Literal
 __all__ = ["CUES", "SHORTHAND", "SHORT_WORDS", "Intent"]
 
 Intent = Literal[
+    "injection",
+    "off_topic",
     "outcomes",
     "count",
     "differential",
@@ -22,6 +24,7 @@ Intent = Literal[
     "treatment",
     "prediction",
     "general_knowledge",
+    "demographics",
     "summary",
 ]
 
@@ -45,11 +48,22 @@ SHORT_WORDS: dict[str, str] = {
     "tx": "treatment", "rx": "treatment", "mgmt": "management", "sim": "similar", "sev": "severity",
     "abx": "antibiotics", "recs": "recommendations", "r": "are", "u": "you", "wud": "would", "wat": "what",
     "wats": "what is", "wy": "why", "y": "why", "wil": "will", "whats": "what is", "hows": "how is", "ur": "your", "gonna": "going to", "hx": "history",
-    "prev": "previous", "approx": "approximately", "yrs": "years", "yr": "year", "imgs": "images", "ct": "ct",
+    "prev": "previous", "fn": "function", "sx": "symptoms", "fu": "follow-up", "mets": "mets", "approx": "approximately", "yrs": "years", "yr": "year", "imgs": "images", "ct": "ct",
 }
 
 # Cue patterns per intent, checked in this order (the first that matches wins).
 CUES: tuple[tuple[Intent, str], ...] = (
+    (
+        "injection",
+        r"(\b(ignore|forget|disregard|override|bypass)\b.{0,40}\b(rules?|instructions?|evidence|policy)\b|"
+        r"\bsystem\s*(?:override)?\s*:|\badmin mode\b|\bnew (?:instruction|policy|task)s?\b|</?\s*context\s*>|"
+        r"\byou are now\b|\brules? (?:are )?(?:suspended|lifted|disabled)\b|\bauthori[sz]e you\b|\b\w+ mode (?:enabled|on)\b)",
+    ),
+    (
+        "off_topic",
+        r"\b(weather|joke|haiku|poem|song|lunch|dinner|coffee|restaurant|password|wi-?fi|billing|invoice|share price|stock|"
+        r"cricket|football|soccer|movie|film night|what time is it|book (?:the|a|me)|order me|parking|holiday|recipe)\b",
+    ),
     (
         "treatment",
         r"\b(treat\w*|therap\w*|manag\w*|medicat\w*|medicines?|drugs?|doses?|dosing|dosage|prescri\w*|antibiotics?|steroids?|"
@@ -87,6 +101,10 @@ CUES: tuple[tuple[Intent, str], ...] = (
         "why_similar",
         r"\b(why (?:are|were|is|these|those|this|the)\b.*\b(similar|match\w*|picked|chosen|cases)|"
         r"what makes (?:them|these|it)|how (?:close|good|similar|reliable) (?:are|were|is)|similarity scores?)",
+    ),
+    (
+        "demographics",
+        r"\b(how old|ages?|aged|sex|gender|male|female|men|women|demographic\w*|older|younger|elderly)\b",
     ),
     (
         "severity",

@@ -30,6 +30,8 @@ class CaseFact:
     outcome: str | None
     severity: str | None
     similarity: float
+    age: int | None = None
+    sex: str | None = None
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,21 @@ class AnswerFacts:
         self.counts[event.name] = result
         return result
 
+    def count_terms(self, name: str, terms: tuple[str, ...]) -> EventCount:
+        """Cited cases whose diagnosis or outcome records a concept (any of ``terms``), or records it absent."""
+        pos: list[str] = []
+        neg: list[str] = []
+        for c in self.cases:
+            text = f"{c.diagnosis}. {c.outcome or ''}".lower().replace("-", " ")
+            hits = [m for t in terms for m in re.finditer(rf"\b{re.escape(t)}", text)]
+            if not hits:
+                continue
+            negated = all(re.search(r"\bno (?:new )?$", text[: m.start()]) for m in hits)
+            (neg if negated else pos).append(c.case_id)
+        result = EventCount(name, tuple(pos), tuple(neg), self.n)
+        self.counts[name] = result
+        return result
+
     def count_severity(self, severity: str) -> EventCount:
         """Cited cases recorded at ``severity``."""
         pos = tuple(c.case_id for c in self.cases if c.severity == severity)
@@ -138,6 +155,8 @@ class AnswerFacts:
             out |= set(re.findall(r"\d+(?:\.\d+)?", f"{p.findings} {p.impression}"))
         for c in self.cases:
             out |= set(re.findall(r"\d+(?:\.\d+)?", c.outcome or ""))
+            if c.age is not None:
+                out.add(str(c.age))
         return out
 
     def phrases(self) -> set[str]:
@@ -160,8 +179,11 @@ def bundle_facts(result: BundleResult, max_cases: int) -> AnswerFacts:
     assert bundle is not None, "bundle_facts() needs a bundle"
     n = min(len(bundle.similarCases), max_cases)
     cases = tuple(
-        CaseFact(cid, c.diagnosis, c.outcome, sev, c.similarity)
-        for cid, c, sev in zip(result.case_ids[:n], bundle.similarCases[:n], result.severities[:n], strict=False)
+        CaseFact(cid, c.diagnosis, c.outcome, sev, c.similarity, age, sex)
+        for cid, c, sev, age, sex in zip(
+            result.case_ids[:n], bundle.similarCases[:n], result.severities[:n],
+            result.ages[:n] or [None] * n, result.sexes[:n] or [None] * n, strict=False,
+        )
     )
     dates = list(result.prior_dates) + [None] * (len(bundle.priorReports) - len(result.prior_dates))
     priors = tuple(PriorFact(d, r.findings, r.impression) for d, r in zip(dates, bundle.priorReports, strict=False))

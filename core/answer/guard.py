@@ -112,10 +112,10 @@ def refusal_reason(plain: str, *, names: Iterable[str] = (), drugs: Iterable[str
 
 @functools.cache
 def _conditions() -> tuple[str, ...]:
-    """Condition names of the case catalogue, normalised (a clearer reason than "unsupported terms")."""
-    from core.demo.catalog import CATALOG
+    """Condition names of the shipped vocabulary, normalised (a clearer reason than "unsupported terms")."""
+    from core.answer.vocabulary import known_condition_names
 
-    return tuple(sorted({normalise(c.diagnosis) for c in CATALOG}, key=len, reverse=True))
+    return tuple(sorted({normalise(c) for c in known_condition_names()}, key=len, reverse=True))
 
 
 @functools.lru_cache(maxsize=8)

@@ -13,17 +13,16 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, Protocol, TypedDict
 
 from core.errors import CasebookError
 from core.privacy.egress import NamesFromDatabase
 
 if TYPE_CHECKING:
     from core.kb.base import KnowledgeBase
-    from core.runtime import Runtime
     from core.settings import Settings
 
-__all__ = ["GuardLists", "RefusalLists", "refusal_lists"]
+__all__ = ["GuardLists", "HasGuardLists", "RefusalLists", "refusal_lists"]
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +62,16 @@ class RefusalLists(TypedDict):
     drugs: list[str]
 
 
-def refusal_lists(rt: Runtime) -> RefusalLists:
+class HasGuardLists(Protocol):
+    """Anything holding the guard's lists (the runtime, or the kit it hands to Ask AI and drafts)."""
+
+    @property
+    def guard_lists(self) -> GuardLists:
+        """The names and drugs the guard refuses."""
+        ...
+
+
+def refusal_lists(rt: HasGuardLists) -> RefusalLists:
     """``{"names": [...], "drugs": [...]}`` for :func:`core.answer.guard.enforce` and ``guard_draft_sections``."""
     lists = rt.guard_lists  # one per runtime, over its knowledge bases
     return {"names": lists.names(), "drugs": lists.drugs()}

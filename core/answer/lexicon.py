@@ -1,10 +1,11 @@
-"""Clinical entities a question may name: the demo catalogue plus common radiology terms.
+"""Clinical entities a question may name: the case store's diagnoses plus the shipped vocabulary.
 
 Each :class:`Entity` has the surface forms a doctor types (names, synonyms,
 abbreviations) and the evidence terms that show it in a context bundle. The
-catalogue's diagnoses are read from :mod:`core.demo.catalog`, so a new condition
-there is recognised without touching this file; synonyms and conditions outside the
-catalogue (sarcoidosis, aortic dissection...) are listed here. Typos are corrected
+diagnoses come from the case store (the runtime hands them in through
+:class:`core.answer.kit.AskKit`), so a new condition there is recognised without an
+edit; synonyms and conditions outside the store (sarcoidosis, aortic dissection...)
+are in :mod:`core.answer.vocabulary`. Typos are corrected
 by :func:`correct_token` (optimal-string-alignment distance from rapidfuzz, which
 counts a transposed pair as one edit: "mnay" -> "many").
 """
@@ -18,9 +19,9 @@ from functools import cache
 from rapidfuzz import process
 from rapidfuzz.distance import OSA
 
-from core.demo.catalog import CATALOG
+from core.answer.vocabulary import AMBIGUOUS_ABBREVIATIONS, EXTRA, SYNONYMS
 
-__all__ = ["AMBIGUOUS_ABBREVIATIONS", "Entity", "correct_token", "entities", "surface_index"]
+__all__ = ["AMBIGUOUS_ABBREVIATIONS", "ConditionLexicon", "Entity", "correct_token", "default_lexicon"]
 
 
 @dataclass(frozen=True)
@@ -32,156 +33,38 @@ class Entity:
     evidence: tuple[str, ...]
 
 
-# Synonyms and abbreviations of catalogue diagnoses (lower case); the evidence terms default to the
-# diagnosis itself plus the listed ones.
-_SYNONYMS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "COPD with emphysema": (
-        ("copd", "emphysema", "emphysematous", "chronic obstructive pulmonary disease", "emphysematous copd"),
-        ("copd", "emphysema", "emphysematous"),
-    ),
-    "Community-acquired pneumonia": (
-        ("pneumonia", "cap", "chest infection", "lrti", "community acquired pneumonia"),
-        ("pneumonia",),
-    ),
-    "Tension pneumothorax": (("tension pneumothorax", "tension ptx"), ("tension pneumothorax",)),
-    "Spontaneous pneumothorax": (("spontaneous pneumothorax",), ("spontaneous pneumothorax",)),
-    "Pulmonary tuberculosis": (("tb", "tuberculosis", "ptb"), ("tuberculosis",)),
-    "Lung adenocarcinoma": (
-        ("lung cancer", "lung adenocarcinoma", "lung ca", "nsclc", "bronchogenic carcinoma", "lung malignancy"),
-        ("lung adenocarcinoma", "lung cancer"),
-    ),
-    "Pulmonary embolism": (("pe", "pulmonary embolism", "pulmonary embolus", "pulmonary emboli"), ("embol",)),
-    "Benign pulmonary nodule": (("pulmonary nodule", "lung nodule", "nodule", "spn"), ("nodule",)),
-    "Pleural effusion": (("pleural effusion", "effusion", "pleural fluid"), ("effusion",)),
-    "Idiopathic pulmonary fibrosis": (
-        ("ipf", "pulmonary fibrosis", "interstitial lung disease", "ild", "uip", "honeycombing"),
-        ("pulmonary fibrosis", "honeycomb"),
-    ),
-    "Ischemic stroke": (
-        ("stroke", "cva", "infarct", "ischaemic stroke", "ischemic stroke", "cerebral infarction"),
-        ("stroke", "infarct"),
-    ),
-    "Glioblastoma": (("glioblastoma", "gbm", "glioma", "high grade glioma"), ("glioblastoma", "glioma")),
-    "Meningioma": (("meningioma",), ("meningioma",)),
-    "Multiple sclerosis": (
-        ("ms", "multiple sclerosis", "demyelination", "demyelinating disease"),
-        ("multiple sclerosis", "demyelinat"),
-    ),
-    "Subdural haematoma": (
-        ("subdural haematoma", "subdural hematoma", "subdural", "sdh"),
-        ("subdural",),
-    ),
-    "Lumbar disc herniation": (
-        ("disc herniation", "herniated disc", "slipped disc", "disc prolapse", "disc bulge", "pid"),
-        ("disc",),
-    ),
-    "Cervical spondylotic myelopathy": (("myelopathy", "cervical myelopathy", "csm"), ("myelopathy",)),
-    "Vertebral compression fracture": (
-        ("compression fracture", "vertebral fracture", "wedge fracture", "fracture", "fx"),
-        ("fracture",),
-    ),
-    "Spinal metastasis": (
-        ("spinal metastasis", "spinal metastases", "spinal mets", "vertebral metastasis"),
-        ("spinal metasta", "vertebral metasta"),
-    ),
-    "Diabetic retinopathy": (("dr", "diabetic retinopathy", "retinopathy"), ("retinopathy",)),
-    "Age-related macular degeneration": (
-        ("amd", "armd", "macular degeneration", "age related macular degeneration"),
-        ("macular degeneration",),
-    ),
-    "Glaucomatous optic neuropathy": (("glaucoma", "glaucomatous optic neuropathy"), ("glaucom",)),
-    "Retinal detachment": (("retinal detachment", "detached retina", "rd"), ("detachment", "detached")),
-    "Invasive ductal carcinoma": (
-        ("idc", "invasive ductal carcinoma", "breast cancer", "breast ca", "breast carcinoma"),
-        ("ductal carcinoma", "breast cancer"),
-    ),
-    "Fibroadenoma": (("fibroadenoma", "fa"), ("fibroadenoma",)),
-    "Simple breast cyst": (("breast cyst", "simple cyst", "cyst"), ("cyst",)),
-    "Ductal carcinoma in situ": (("dcis", "ductal carcinoma in situ"), ("in situ",)),
-    "Acute appendicitis": (("appendicitis", "appy", "acute appendicitis"), ("appendicitis",)),
-    "Acute cholecystitis": (("cholecystitis", "acute cholecystitis", "gallbladder inflammation"), ("cholecystitis",)),
-    "Hepatocellular carcinoma": (
-        ("hcc", "hepatocellular carcinoma", "liver cancer", "liver tumour", "liver tumor", "hepatoma"),
-        ("hepatocellular",),
-    ),
-    "Acute pancreatitis": (("pancreatitis", "acute pancreatitis"), ("pancreatitis",)),
-    "Renal calculus": (
-        ("kidney stone", "renal stone", "renal calculus", "nephrolithiasis", "urolithiasis", "kidney stones"),
-        ("calcul", "stone"),
-    ),
-    "Small bowel obstruction": (("sbo", "small bowel obstruction", "bowel obstruction"), ("obstruction",)),
-    "Melanoma": (("melanoma", "mm", "malignant melanoma"), ("melanoma",)),
-    "Basal cell carcinoma": (("bcc", "basal cell carcinoma", "basal cell", "rodent ulcer"), ("basal cell",)),
-    "Seborrhoeic keratosis": (
-        ("seborrhoeic keratosis", "seborrheic keratosis", "seb keratosis", "sk"),
-        ("keratosis",),
-    ),
-    "Benign melanocytic naevus": (("naevus", "nevus", "mole", "melanocytic naevus"), ("naevus", "nevus")),
-    "Prostate adenocarcinoma": (
-        ("prostate cancer", "prostate ca", "prostate adenocarcinoma", "prostatic carcinoma"),
-        ("prostate",),
-    ),
-    "Colorectal adenocarcinoma": (
-        ("crc", "colorectal cancer", "colon cancer", "bowel cancer", "colorectal adenocarcinoma"),
-        ("colorectal", "colon cancer"),
-    ),
-    "Tubular adenoma": (("tubular adenoma", "adenoma", "polyp"), ("adenoma", "polyp")),
-    "Diffuse large B-cell lymphoma": (("dlbcl", "lymphoma", "diffuse large b cell lymphoma"), ("lymphoma",)),
-    "Reactive lymphadenopathy": (("lymphadenopathy", "reactive nodes", "reactive lymphadenopathy"), ("lymphaden",)),
-}
+class ConditionLexicon:
+    """Conditions a question may name: the case store's own diagnoses joined with the shipped vocabulary.
 
-# Conditions and findings outside the catalogue that radiologists name often; the evidence never
-# holds them unless a prior report or outcome does.
-_EXTRA: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
-    ("Pneumothorax", ("pneumothorax", "ptx", "collapsed lung"), ("pneumothorax",)),
-    (
-        "Intracranial haemorrhage",
-        ("haemorrhage", "hemorrhage", "bleed", "ich", "intracranial haemorrhage", "brain bleed", "sah"),
-        ("haemorrhag", "hemorrhag", "bleed"),
-    ),
-    ("Consolidation", ("consolidation",), ("consolidation",)),
-    ("Sarcoidosis", ("sarcoidosis", "sarcoid"), ("sarcoid",)),
-    ("Metastasis", ("metastasis", "metastases", "mets", "metastatic disease", "secondaries"), ("metasta",)),
-    ("Empyema", ("empyema",), ("empyema",)),
-    ("Aortic dissection", ("aortic dissection", "dissection"), ("dissection",)),
-    ("Abscess", ("abscess",), ("abscess",)),
-    ("Atelectasis", ("atelectasis", "collapse"), ("atelecta", "collapse")),
-    ("Bronchiectasis", ("bronchiectasis",), ("bronchiectas",)),
-    ("Lymphadenopathy", ("enlarged lymph nodes",), ("lymph",)),
-    ("Hydrocephalus", ("hydrocephalus",), ("hydroceph",)),
-    ("Aneurysm", ("aneurysm",), ("aneurysm",)),
-    ("Cord compression", ("cord compression",), ("cord compression",)),
-    ("Cauda equina syndrome", ("cauda equina", "ces"), ("cauda equina",)),
-    ("Spinal stenosis", ("spinal stenosis", "canal stenosis", "stenosis"), ("stenosis", "narrowing")),
-    ("Macular oedema", ("macular oedema", "macular edema", "dme"), ("oedema", "edema")),
-    ("Cancer", ("cancer", "malignancy", "carcinoma", "tumour", "tumor", "neoplasm"), ("carcinoma", "cancer")),
-)
+    ``diagnoses`` are the distinct diagnoses of the case store (the runtime reads them); each
+    gets its synonyms and evidence terms from :data:`core.answer.vocabulary.SYNONYMS` when the
+    vocabulary lists it, else its own name only. The vocabulary's other conditions and findings
+    (pneumothorax, sarcoidosis, metastasis...) are always known, so an absent one can be named.
+    """
 
-# Abbreviations that are also ordinary words or titles: counted only when typed in capitals.
-AMBIGUOUS_ABBREVIATIONS = frozenset({"ms", "dr", "pe", "mm", "rd", "sk", "cap", "fa", "fx", "ces", "sah", "pid"})
+    def __init__(self, diagnoses: tuple[str, ...] = ()) -> None:
+        names = dict.fromkeys((*diagnoses, *SYNONYMS))  # the store's first, then the vocabulary's
+        out: list[Entity] = []
+        for diagnosis in names:
+            surfaces, evidence = SYNONYMS.get(diagnosis, ((), ()))
+            out.append(
+                Entity(diagnosis, tuple(dict.fromkeys((diagnosis.lower(), *surfaces))), (diagnosis.lower(), *evidence))
+            )
+        out += [Entity(name, surfaces, evidence) for name, surfaces, evidence in EXTRA]
+        self.entities: tuple[Entity, ...] = tuple(out)
+        index: dict[str, Entity] = {}
+        for entity in self.entities:
+            for s in entity.surfaces:
+                index.setdefault(_plain(s), entity)
+        self.surfaces: dict[str, Entity] = index  # surface form (lower case, hyphens as spaces) -> entity
+        self.by_length: tuple[str, ...] = tuple(sorted(index, key=len, reverse=True))
+        self.single_words: tuple[str, ...] = tuple(sorted(s for s in index if " " not in s))
 
 
 @cache
-def entities() -> tuple[Entity, ...]:
-    """Every entity: catalogue diagnoses (with synonyms) and the extra radiology terms."""
-    out: list[Entity] = []
-    for diagnosis in dict.fromkeys(c.diagnosis for c in CATALOG):
-        surfaces, evidence = _SYNONYMS.get(diagnosis, ((), ()))
-        out.append(
-            Entity(diagnosis, tuple(dict.fromkeys((diagnosis.lower(), *surfaces))), (diagnosis.lower(), *evidence))
-        )
-    out += [Entity(name, surfaces, evidence) for name, surfaces, evidence in _EXTRA]
-    return tuple(out)
-
-
-@cache
-def surface_index() -> dict[str, Entity]:
-    """Surface form (lower case, hyphens as spaces) -> entity; longer forms win on overlap elsewhere."""
-    index: dict[str, Entity] = {}
-    for entity in entities():
-        for s in entity.surfaces:
-            index.setdefault(_plain(s), entity)
-    return index
+def default_lexicon() -> ConditionLexicon:
+    """The lexicon of the shipped vocabulary alone (no case store read): for tools and tests."""
+    return ConditionLexicon()
 
 
 def _plain(text: str) -> str:

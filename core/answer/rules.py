@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from core.answer.vocabulary import known_condition_names
 from core.contracts import ContextBundle
-from core.demo.catalog import CATALOG
 
 __all__ = [
     "CASE_ID_RE",
@@ -66,8 +66,8 @@ def allowed_numbers(bundle: ContextBundle) -> set[str]:
 
 
 def known_conditions() -> set[str]:
-    """Condition names the product knows of (the case catalogue), lower case."""
-    return {c.diagnosis.lower() for c in CATALOG}
+    """Condition names the product knows of (the shipped vocabulary), lower case."""
+    return set(known_condition_names())
 
 
 def forbidden_reason(sentence: str) -> str | None:

@@ -20,16 +20,17 @@ from core.answer.compose import compose, confidence_for, out_of_scope_answer
 from core.answer.facts import AnswerFacts
 from core.answer.guard import GuardReport, enforce
 from core.answer.guard_inputs import refusal_lists
+from core.answer.kit import AskKit, HasAskKit, kit_of
+from core.answer.parts_answer import covered_by_guidelines
 from core.answer.prompt import ask_messages, prompt_hash
+from core.answer.reader import Reading
 from core.answer.records import audit, begin_exchange, check_rate_limit, complete_exchange
-from core.answer.understand import understand
-from core.cases import build_context_bundle
+from core.cases.bundle import build_context_bundle
 from core.contracts import Abstention, AskAnswer, BundleResult, no_comparable_answer
 from core.errors import CasebookError, InvalidInputError, NotFoundError
 from core.llm.base import LLM
 from core.llm.budget import CancelToken, feature_budget
 from core.llm.plan import CallPlan, Choice, plan_call
-from core.runtime import Runtime
 from core.store.models import User
 
 __all__ = ["ANSWER_FAILED", "AskEvent", "AskResult", "answer_readonly", "ask_question", "stream_answer"]
@@ -81,7 +82,7 @@ class AskEvent:
     plan: CallPlan | None = None  # on ``instant`` and ``final``: the model call's budget and estimate, or that it waits
 
 
-def _validate(rt: Runtime, question: str, doctor_id: int) -> str:
+def _validate(rt: AskKit, question: str, doctor_id: int) -> str:
     q = (question or "").strip()
     if not q:
         raise InvalidInputError("The question is empty", hint="Type a question about this scan.")
@@ -96,12 +97,12 @@ def _validate(rt: Runtime, question: str, doctor_id: int) -> str:
     return q
 
 
-def _stale_after_s(rt: Runtime) -> float:
+def _stale_after_s(rt: AskKit) -> float:
     """A pending answer older than this is treated as abandoned (a crashed session), not in flight."""
     return 2 * rt.settings.ask.llm_budget_s + 30
 
 
-def _prepare(rt: Runtime, scan_id: str, question: str, doctor_id: int) -> tuple[str, BundleResult, AskResult, int]:
+def _prepare(rt: AskKit, scan_id: str, question: str, doctor_id: int) -> tuple[str, BundleResult, AskResult, int]:
     """Validate, count the request, store the question, then compose the instant answer."""
     q = _validate(rt, question, doctor_id)
     a = rt.settings.ask
@@ -114,32 +115,37 @@ def _prepare(rt: Runtime, scan_id: str, question: str, doctor_id: int) -> tuple[
         raise
 
 
-def _instant(rt: Runtime, scan_id: str, q: str) -> tuple[BundleResult, AskResult]:
-    if understand(q).intent == "treatment":  # out of scope whatever the evidence holds
-        composed_ans = out_of_scope_answer()
-        why = "treatment and management are out of scope"
-        return BundleResult(bundle=None), AskResult(
-            composed_ans, "fixed", None, composed_ans, intent="treatment", guideline_question=q,
-            abstention=Abstention(reason=why, stage="router"),
-        )  # fmt: skip
-    result = build_context_bundle(rt, scan_id)
-    if result.bundle is None:
+def _instant(rt: AskKit, scan_id: str, q: str) -> tuple[BundleResult, AskResult]:
+    result = build_context_bundle(rt.case_search, scan_id)
+    if result.bundle is None:  # fail closed first: nothing about this scan is answered without comparable cases
         reason = result.empty_reason.value if result.empty_reason else "no_bundle"
         return result, AskResult(no_comparable_answer(), "fixed", abstention=Abstention(reason=reason, stage="retrieval"))
-    composed = compose(q, result, rt.settings.ask)
-    if composed.kind == "out_of_scope":
-        res = AskResult(composed.answer, "fixed", None, composed.answer, intent=composed.intent, guideline_question=q,
+    reading: Reading = rt.reader.read(q)
+    conditions = rt.settings.guideline.conditions
+    if all(u.intent == "treatment" for u in reading.parts):  # out of scope whatever the evidence holds
+        in_scope = bool(covered_by_guidelines(q, result.bundle.currentScan.diagnosis, conditions))
+        composed_ans = out_of_scope_answer(in_scope, conditions)
+        why = "treatment and management are out of scope"
+        return result, AskResult(
+            composed_ans, "fixed", None, composed_ans, intent="treatment", guideline_question=q if in_scope else None,
+            abstention=Abstention(reason=why, stage="router"),
+        )  # fmt: skip
+    composed = compose(q, result, rt.settings.ask, rt.reader, conditions=conditions, reading=reading)
+    carried = q if composed.in_scope else None
+    if composed.kind in {"out_of_scope", "refused"}:
+        res = AskResult(composed.answer, "fixed", None, composed.answer, intent=composed.intent, guideline_question=carried,
                         abstention=Abstention(reason=composed.reason or "", stage="router"))  # fmt: skip
     elif composed.kind == "insufficient":
         res = AskResult(composed.answer, "fixed", None, composed.answer, intent=composed.intent, facts=composed.facts,
-                        abstention=Abstention(reason=composed.reason or "", stage="evidence"))  # fmt: skip
+                        guideline_question=carried, abstention=Abstention(reason=composed.reason or "", stage="evidence"))  # fmt: skip
     else:
-        res = AskResult(composed.answer, "extractive", None, composed.answer, intent=composed.intent, facts=composed.facts)
+        res = AskResult(composed.answer, "extractive", None, composed.answer, intent=composed.intent,
+                        facts=composed.facts, guideline_question=carried)  # fmt: skip
     return result, res
 
 
 def _from_guard(
-    rt: Runtime, result: BundleResult, report: GuardReport, instant: AskResult, started: float
+    rt: AskKit, result: BundleResult, report: GuardReport, instant: AskResult, started: float
 ) -> AskResult:
     elapsed = time.monotonic() - started
     if report.insufficient:
@@ -166,7 +172,7 @@ def _from_guard(
 
 
 def _finish(
-    rt: Runtime, scan_id: str, doctor_id: int, pending: int, res: AskResult, backend: str | None, phash: str | None
+    rt: AskKit, scan_id: str, doctor_id: int, pending: int, res: AskResult, backend: str | None, phash: str | None
 ) -> None:
     complete_exchange(rt.db, pending, res.answer)
     audit(
@@ -186,7 +192,7 @@ def _finish(
     )
 
 
-def _with_llm(rt: Runtime, result: BundleResult, instant: AskResult, q: str, llm: LLM, started: float) -> AskResult:
+def _with_llm(rt: AskKit, result: BundleResult, instant: AskResult, q: str, llm: LLM, started: float) -> AskResult:
     """The guarded LLM answer within the time budget, or the instant answer with the reason it stands."""
     messages = ask_messages(result, q, instant.answer.answer)
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
@@ -204,8 +210,11 @@ def _with_llm(rt: Runtime, result: BundleResult, instant: AskResult, q: str, llm
         pool.shutdown(wait=False, cancel_futures=True)
 
 
-def answer_readonly(rt: Runtime, scan_id: str, question: str, llm: LLM | None = None) -> tuple[BundleResult, AskResult]:
+def answer_readonly(
+    source: AskKit | HasAskKit, scan_id: str, question: str, llm: LLM | None = None
+) -> tuple[BundleResult, AskResult]:
     """The answer ``ask_question`` would give, without rate limit, history or audit (for evaluation)."""
+    rt = kit_of(source)
     started = time.monotonic()
     result, instant = _instant(rt, scan_id, question.strip())
     if instant.path == "fixed" or llm is None:
@@ -213,8 +222,11 @@ def answer_readonly(rt: Runtime, scan_id: str, question: str, llm: LLM | None = 
     return result, _with_llm(rt, result, instant, question.strip(), llm, started)
 
 
-def ask_question(rt: Runtime, scan_id: str, question: str, doctor_id: int, llm: LLM | None = None) -> AskResult:
-    """Answer ``question`` about ``scan_id`` for ``doctor_id``; see the module docstring."""
+def ask_question(
+    source: AskKit | HasAskKit, scan_id: str, question: str, doctor_id: int, llm: LLM | None = None
+) -> AskResult:
+    """Answer ``question`` about ``scan_id`` for ``doctor_id`` (the runtime or its kit); see the module docstring."""
+    rt = kit_of(source)
     started = time.monotonic()
     q, result, instant, pending = _prepare(rt, scan_id, question, doctor_id)
     if instant.path == "fixed" or llm is None:
@@ -231,7 +243,12 @@ def ask_question(rt: Runtime, scan_id: str, question: str, doctor_id: int, llm: 
 
 
 def stream_answer(
-    rt: Runtime, scan_id: str, question: str, doctor_id: int, llm: LLM | None = None, choice: Choice = "auto"
+    source: AskKit | HasAskKit,
+    scan_id: str,
+    question: str,
+    doctor_id: int,
+    llm: LLM | None = None,
+    choice: Choice = "auto",
 ) -> Generator[AskEvent, None, None]:
     """Yield the instant answer (with the model call's plan), then LLM text deltas, then the final guarded answer.
 
@@ -244,6 +261,7 @@ def stream_answer(
     while the model writes), the pending answer is completed with the instant one, so the
     question is never left unanswered in the history.
     """
+    rt = kit_of(source)
     started = time.monotonic()
     q, result, instant, pending = _prepare(rt, scan_id, question, doctor_id)
     done = False

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import cache
+from functools import lru_cache
 
 from core.answer.cues import CUES, SHORT_WORDS, SHORTHAND, Intent
-from core.answer.lexicon import AMBIGUOUS_ABBREVIATIONS, Entity, correct_token, surface_index
+from core.answer.lexicon import AMBIGUOUS_ABBREVIATIONS, ConditionLexicon, Entity, correct_token, default_lexicon
 
-__all__ = ["EVENTS", "SEVERITIES", "Event", "Intent", "Understanding", "normalise", "understand"]
+__all__ = ["COMMON", "EVENTS", "SEVERITIES", "Event", "Intent", "Understanding", "cue_intent", "normalise", "understand"]
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ _DISEASE_SHAPE = re.compile(
 )
 # Words with a disease-like ending that are not conditions.
 _NOT_CONDITIONS = frozenset({"prognosis", "diagnosis", "diagnoses", "pathophysiology", "neuropathy", "stenosis"})
-_COMMON = frozenset(
+COMMON = frozenset(
     str.split(
         "a an and are as at be been but by can could did do does for from had has have how i if in into is it its me "
     "my of on or our so than that the their them then there these they this those to was we were what when where "
@@ -108,14 +108,16 @@ class Understanding:
     severity: str | None = None
     attributes: tuple[tuple[str, str], ...] = ()  # (label, stem looked up in the evidence)
     corrected: dict[str, str] = field(default_factory=dict)
+    confidence: float = 1.0  # the classifier's probability of ``intent`` (1.0 for the cue patterns)
+    terms: tuple[str, ...] = ()  # other clinical terms the question names (open vocabulary)
 
 
-@cache
-def _vocabulary() -> tuple[str, ...]:
-    words: set[str] = set(_COMMON) | set(SHORT_WORDS.values())
+@lru_cache(maxsize=4)
+def _vocabulary(lexicon: ConditionLexicon) -> tuple[str, ...]:
+    words: set[str] = set(COMMON) | set(SHORT_WORDS.values())
     for _, pattern in CUES:  # whole cue words only: a stem ("medicat" of "medicat\\w*") is no spelling
         words |= {m.group(0) for m in re.finditer(r"[a-z]{4,}", pattern) if pattern[m.end() : m.end() + 2] != "\\w"}
-    for s in surface_index():
+    for s in lexicon.surfaces:
         words |= set(s.split())
     for e in EVENTS:
         for c in e.cues:
@@ -141,18 +143,14 @@ def _vocabulary() -> tuple[str, ...]:
 _SUFFIX = re.compile(r"(?:itis|oma|osis|opathy|aemia|emia|ectasis|plasia)$")
 
 
-@cache
-def _single_surfaces() -> tuple[str, ...]:
-    return tuple(sorted(s for s in surface_index() if " " not in s))
-
-
-def normalise(question: str) -> tuple[str, dict[str, str]]:
+def normalise(question: str, lexicon: ConditionLexicon | None = None) -> tuple[str, dict[str, str]]:
     """Lower-case text with shorthand expanded and misspellings corrected; also the corrections made."""
     text = question.lower()
     for pattern, repl in SHORTHAND:
         text = re.sub(pattern, repl, text)
     tokens = re.findall(r"[a-z0-9%]+(?:[-'][a-z0-9]+)*|[?]", text)
-    vocab = _vocabulary()
+    lex = lexicon or default_lexicon()
+    vocab = _vocabulary(lex)
     known = set(vocab)
     corrected: dict[str, str] = {}
     out: list[str] = []
@@ -160,7 +158,7 @@ def normalise(question: str) -> tuple[str, dict[str, str]]:
         word = SHORT_WORDS.get(tok, tok)
         if word == tok and tok not in known and "-" not in tok:
             # A disease-shaped word is corrected only to a whole condition name, never to part of one.
-            fixed = correct_token(tok, _single_surfaces() if _SUFFIX.search(tok) else vocab)
+            fixed = correct_token(tok, lex.single_words if _SUFFIX.search(tok) else vocab)
             if fixed != tok:
                 corrected[tok] = fixed
                 word = fixed
@@ -168,17 +166,17 @@ def normalise(question: str) -> tuple[str, dict[str, str]]:
     return " ".join(out).replace(" ?", "?"), corrected
 
 
-def _entities(question: str, text: str) -> tuple[list[Entity], list[str]]:
+def _entities(question: str, text: str, lex: ConditionLexicon) -> tuple[list[Entity], list[str]]:
     """Entities by surface form, longest first, and unknown disease-shaped phrases."""
     found: list[Entity] = []
     plain = f" {re.sub(r'[-_?]', ' ', text)} "
     upper = set(re.findall(r"\b[A-Z]{2,5}\b", question))
-    for surface in sorted(surface_index(), key=len, reverse=True):
+    for surface in lex.by_length:
         if f" {surface} " not in plain:
             continue
         if surface in AMBIGUOUS_ABBREVIATIONS and surface.upper() not in upper:
             continue
-        entity = surface_index()[surface]
+        entity = lex.surfaces[surface]
         if entity not in found:
             found.append(entity)
         plain = plain.replace(f" {surface} ", " # ")
@@ -188,7 +186,7 @@ def _entities(question: str, text: str) -> tuple[list[Entity], list[str]]:
         head = m.group(2) or m.group(3) or ""
         if head in _NOT_CONDITIONS or "#" in phrase:
             continue
-        words = [w for w in phrase.split() if w not in _COMMON]
+        words = [w for w in phrase.split() if w not in COMMON]
         if words and (m.group(2) or len(words) > 1):  # "the disease" names nothing; "Zorblax syndrome" does
             unknown.append(" ".join(words))
     return found, unknown
@@ -204,26 +202,36 @@ def _event(text: str) -> Event | None:
     return best[1] if best else None
 
 
-def understand(question: str) -> Understanding:
-    """Intent, entities, unknown condition names and the count target of ``question``."""
-    text, corrected = normalise(question)
-    intent: Intent = "summary"
+def cue_intent(text: str) -> Intent:
+    """The intent of normalised ``text`` by the cue patterns (first match in precedence), else ``summary``."""
     for name, pattern in CUES:
         if re.search(pattern, text):
-            intent = name
-            break
-    found, unknown = _entities(question, text)
+            return name
+    return "summary"
+
+
+def understand(
+    question: str, lexicon: ConditionLexicon | None = None, intent: Intent | None = None, confidence: float = 1.0
+) -> Understanding:
+    """Intent, entities, unknown condition names and the count target of ``question``.
+
+    ``intent`` is the reader's (the learned classifier's) when given, else the cue patterns'.
+    """
+    lex = lexicon or default_lexicon()
+    text, corrected = normalise(question, lex)
+    chosen: Intent = intent or cue_intent(text)
+    found, unknown = _entities(question, text, lex)
     event = _event(text)
-    if intent in {"summary", "outcomes", "differential"} and event is not None and not found:
-        intent = "count"  # "any ICU admissions?", "appendix perforated?": how many cases record the event
+    if chosen in {"summary", "outcomes", "differential"} and event is not None and not found and intent is None:
+        chosen = "count"  # "any ICU admissions?", "appendix perforated?": how many cases record the event
     attributes: tuple[tuple[str, str], ...] = ()
-    if (m := _ATTRIBUTE.search(text)) and intent not in {"treatment", "general_knowledge", "why_similar"}:
+    if (m := _ATTRIBUTE.search(text)) and chosen not in {"treatment", "general_knowledge", "why_similar"}:
         attributes = (_attribute_label(m.group(0)),)  # a measurement or grade: absent unless the evidence has it
     severity = next((s for s in SEVERITIES if re.search(rf"\b{s}\b", text)), None)
     if severity in {"high", "low", "moderate"} and not re.search(r"\bsever\w*\b", text):
         severity = None
     return Understanding(
-        intent=intent,
+        intent=chosen,
         text=text,
         entities=tuple(found),
         unknown=tuple(unknown),
@@ -231,4 +239,5 @@ def understand(question: str) -> Understanding:
         attributes=attributes,
         severity=severity,
         corrected=corrected,
+        confidence=confidence,
     )

@@ -82,6 +82,8 @@ def build_context_bundle(search: CaseSearch, scan_id: str) -> BundleResult:
         bundle=bundle,
         case_ids=[c.caseId for c in used],
         severities=[c.severity for c in used],
+        ages=[c.age for c in used],
+        sexes=[c.sex for c in used],
         prior_dates=dates,
         prior_days_before=days,
         notice=similar.notice,

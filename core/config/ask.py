@@ -46,3 +46,8 @@ class AskSettings(Group):
         0.5, ge=0, le=1, description="Confidence `medium` needs the scan's AI confidence at least this."
     )
     max_cited_cases: int = Field(5, ge=1, description="Most case IDs one extractive answer cites.")
+    read_as_below: float = Field(
+        0.55, ge=0, le=1, description="When the intent classifier's probability for a question part is below this, "
+        "the cue patterns decide the part's intent and the answer says what it was read as (\"Read as: outcomes of "
+        "similar cases.\") so the doctor can rephrase.",
+    )

@@ -28,16 +28,16 @@ from typing import Literal
 
 from core.answer.facts import bundle_facts
 from core.answer.guard import guard_draft_sections
+from core.answer.kit import AskKit, HasAskKit, kit_of
 from core.answer.prompt import draft_messages, prompt_hash
 from core.answer.rules import CASE_ID_RE
-from core.cases import build_context_bundle
+from core.cases.bundle import build_context_bundle
 from core.contracts import BundleResult
 from core.errors import BackendCancelledError, BackendTimeoutError, CasebookError
 from core.llm.base import LLM, Message
 from core.llm.budget import CancelToken, feature_budget
 from core.reports import audit as report_audit
 from core.reports.drafts import DraftText, parse_sections, template_draft
-from core.runtime import Runtime
 
 __all__ = ["DraftEvent", "DraftPlan", "generate_report_draft", "plan_draft", "stream_draft"]
 
@@ -56,9 +56,9 @@ class DraftPlan:
     messages: list[Message] | None
 
 
-def plan_draft(rt: Runtime, scan_id: str) -> DraftPlan:
+def plan_draft(source: AskKit | HasAskKit, scan_id: str) -> DraftPlan:
     """Gather the bundle, the template draft and the prompt for ``scan_id`` (reads only)."""
-    result = build_context_bundle(rt, scan_id)
+    result = build_context_bundle(kit_of(source).case_search, scan_id)
     messages = draft_messages(result) if result.bundle is not None else None
     return DraftPlan(scan_id, result, template_draft(result), messages)
 
@@ -74,7 +74,7 @@ class DraftEvent:
     draft: DraftText | None = None
 
 
-def _checked(sections: dict[str, str], result: BundleResult, rt: Runtime) -> dict[str, str]:
+def _checked(sections: dict[str, str], result: BundleResult, rt: AskKit) -> dict[str, str]:
     """The model may word IMPRESSION and RECOMMENDATIONS; COMPARISON and FINDINGS always come from the record.
 
     An impression naming a case ID or "pending" is refused: the evidence stays beside the report.
@@ -123,7 +123,7 @@ def _why(exc: BaseException) -> str:
 
 
 def stream_draft(
-    rt: Runtime,
+    source: AskKit | HasAskKit,
     plan: DraftPlan,
     llm: LLM | None,
     token: CancelToken,
@@ -132,6 +132,7 @@ def stream_draft(
     tick_s: float = 0.5,
 ) -> Generator[DraftEvent, None, None]:
     """Write ``plan``'s draft with ``llm`` under ``token``: ticks, checked sections, then one ``final`` event."""
+    rt = kit_of(source)
     if llm is None or plan.messages is None:
         why = "no language model is configured" if llm is None else "no comparable cases"
         yield DraftEvent("final", token.elapsed(), draft=replace(plan.base, reason=why))
@@ -193,7 +194,7 @@ def _merge(base: DraftText, taken: dict[str, str]) -> DraftText:
 
 
 def generate_report_draft(
-    rt: Runtime, scan_id: str, llm: LLM | None = None, *, doctor_id: int | None = None
+    source: AskKit | HasAskKit, scan_id: str, llm: LLM | None = None, *, doctor_id: int | None = None
 ) -> DraftText:
     """A FINDINGS / IMPRESSION / RECOMMENDATIONS draft grounded in the bundle, within the drafts' budget.
 
@@ -201,6 +202,7 @@ def generate_report_draft(
     records who asked, the backend, the prompt hash and which path won (the
     prompt text itself is never stored).
     """
+    rt = kit_of(source)
     token = CancelToken(feature_budget(rt.settings, "draft"))  # the model stops at the drafts' budget
     for event in stream_draft(rt, plan_draft(rt, scan_id), llm, token, doctor_id=doctor_id):
         if event.draft is not None:
@@ -208,7 +210,7 @@ def generate_report_draft(
     raise AssertionError("stream_draft always ends with a final draft")  # pragma: no cover
 
 
-def _audit_draft(rt: Runtime, plan: DraftPlan, doctor_id: int | None, llm: LLM, outcome: str) -> None:
+def _audit_draft(rt: AskKit, plan: DraftPlan, doctor_id: int | None, llm: LLM, outcome: str) -> None:
     assert plan.messages is not None
     report_audit.draft_generated(
         rt.db, doctor_id, plan.scan_id, backend=llm.backend, prompt_hash=prompt_hash(plan.messages), outcome=outcome

@@ -22,7 +22,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from core.answer.compose import OUT_OF_SCOPE
+from core.answer.compose import is_pointer
 from core.answer.rules import allowed_numbers, numbers_in
 from core.answer.service import answer_readonly
 from core.contracts import INSUFFICIENT_DATA, NO_COMPARABLE_CASES
@@ -121,7 +121,9 @@ def _one(rt: Runtime, item: dict[str, Any], scan_id: str, llm: LLM | None) -> It
     if behaviour == "answer":
         ok = facts_ok
     elif behaviour == "guideline":
-        ok = a.answer == OUT_OF_SCOPE and not a.citedCaseIds and res.guideline_question == item["question"].strip()
+        carried = "ask it there" in a.answer  # the pointer says whether Guideline QA covers it
+        want = item["question"].strip() if carried else None
+        ok = is_pointer(a.answer) and not a.citedCaseIds and res.guideline_question == want
     elif behaviour == "insufficient":
         ok = a.answer == INSUFFICIENT_DATA and not a.citedCaseIds
     else:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from sqlalchemy import select
 
@@ -60,42 +61,64 @@ def _draft(args: argparse.Namespace) -> int:
 
 
 def _eval(args: argparse.Namespace) -> int:
-    from core.answer.evaluate import load_questions, run_eval, summarise
+    from core.askeval.doctor_set import _scan_ids, load_questions, run_eval, summarise
+    from core.askeval.outside_set import run_outside, summarise_outside
     from core.runtime import open_runtime
     from core.settings import REPO_ROOT
 
     rt = open_runtime(settings_from_args(args))
-    items = load_questions(REPO_ROOT / "tests" / "data" / "doctor_questions.json")
+    data = REPO_ROOT / "tests" / "data"
     llm = _llm(rt, argparse.Namespace(extractive=not args.llm))
-    chosen = [i for i in items if args.split == "all" or i["split"] == args.split]
-    if args.sample:
-        import random
-
-        chosen = sorted(random.Random(args.seed).sample(chosen, min(args.sample, len(chosen))), key=lambda i: i["id"])
-    results = run_eval(rt, chosen, llm)
     splits = ["train", "test"] if args.split == "all" else [args.split]
-    out: dict[str, object] = {"path": "llm" if llm else "extractive"}
-    for split in splits:
-        out[split] = summarise([r for r in results if r.split == split])
-    if args.failures:
-        out["failures"] = [
-            {"id": r.id, "intent": r.intent, "expected": r.behaviour, "answer": r.answer, "stray": r.stray_numbers}
-            for r in results
-            if not r.ok or r.stray_numbers or r.invalid_citations
-        ]
+    out: dict[str, Any] = {"path": "llm" if llm else "extractive"}
+    met = True
+    if args.questions in {"outside", "both"}:
+        items = [i for i in load_questions(data / "ask_outside_questions.json") if i["split"] in splits]
+        parts = run_outside(rt, items, _scan_ids(rt))
+        out["outside"] = {split: summarise_outside([p for p in parts if p.split == split]) for split in splits}
+        if args.failures:  # the train split only: the test split is looked at in aggregate, never item by item
+            out["outside_train_failures"] = [
+                {"id": p.id, "part": p.part, "intent": p.intent, "read": p.read_intent, "expected": p.why, "answer": p.answer}
+                for p in parts
+                if p.split == "train" and (not p.ok or p.invented or p.invalid_citations)
+            ]
+        test = out["outside"].get("test")
+        met = met and (test is None or bool(test["targets_met"]))
+    if args.questions in {"doctor", "both"}:
+        items = [i for i in load_questions(data / "doctor_questions.json") if i["split"] in splits]
+        if args.sample:
+            import random
+
+            items = sorted(random.Random(args.seed).sample(items, min(args.sample, len(items))), key=lambda i: i["id"])
+        results = run_eval(rt, items, llm)
+        out["doctor"] = {split: summarise([r for r in results if r.split == split]) for split in splits}
+        if args.failures:
+            out["doctor_train_failures"] = [
+                {"id": r.id, "intent": r.intent, "expected": r.behaviour, "answer": r.answer, "stray": r.stray_numbers}
+                for r in results
+                if r.split == "train" and (not r.ok or r.stray_numbers or r.invalid_citations)
+            ]
+        test = out["doctor"].get("test")
+        met = met and (test is None or bool(test["targets_met"]))
     if args.json:
         emit(out, True)
     else:
-        for split in splits:
-            m = out[split]
-            assert isinstance(m, dict)
-            print(
-                f"{split}: {m['items']} items · answered {m['answer_rate']} · facts {m['fact_accuracy']} · "
-                f"handled {m['handled_rate']} · invalid citations {m['invalid_citations']} · "
-                f"stray numbers {m['numbers_not_in_evidence']} · {m['seconds_per_question']['mean']} s/question"
-            )
-    test = out.get("test")
-    return 0 if not isinstance(test, dict) or test["targets_met"] else 1
+        for name in ("outside", "doctor"):
+            for split, m in (out.get(name) or {}).items():
+                rate = m.get("useful_rate", m.get("fact_accuracy"))
+                print(f"{name} {split}: answerable {rate} · handled {m['handled_rate']} · invalid citations "
+                      f"{m['invalid_citations']} · {m['seconds_per_question']['mean']} s/question")  # fmt: skip
+    return 0 if met else 1
+
+
+def _train(args: argparse.Namespace) -> int:
+    from core.askeval.train import train
+    from core.runtime import open_runtime
+    from core.settings import REPO_ROOT
+
+    rt = open_runtime(settings_from_args(args))
+    emit(train(rt.embedder, REPO_ROOT / "tests" / "data"), True)
+    return 0
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -113,10 +136,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_draft)
     p = sub.add_parser("eval-ask", help="Run the doctor-question set against Ask AI (exit 1 when a test-split target is missed).")
-    p.add_argument("--llm", action="store_true", help="Also use the configured LLM backend (default: extractive path).")
+    p.add_argument("--llm", action="store_true", help="Also use the configured LLM backend (doctor set only; default: extractive).")
+    p.add_argument("--questions", choices=["outside", "doctor", "both"], default="both", help="Which question set to run.")
     p.add_argument("--split", choices=["train", "test", "all"], default="all", help="Which frozen split to run.")
-    p.add_argument("--failures", action="store_true", help="List the items that missed their expectation.")
+    p.add_argument("--failures", action="store_true", help="List the train items that missed their expectation.")
     p.add_argument("--sample", type=int, default=0, help="Run a seeded random sample of N items (0: all).")
     p.add_argument("--seed", type=int, default=13, help="Seed of --sample.")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_eval)
+    p = sub.add_parser(
+        "train-ask-intent",
+        help="Train Ask AI's intent classifier on the question sets' train splits (writes core/answer/data/intent_model.npz).",
+    )
+    p.set_defaults(func=_train)

@@ -1,0 +1,168 @@
+"""Read a question once into its parts, each with an intent, the conditions it names and its other clinical terms.
+
+:class:`QuestionReader` splits the question (:mod:`core.answer.split`), embeds every
+part in one batch with the project's e5 embedder and asks the learned classifier
+(:mod:`core.answer.intent_model`) for each part's intent; the cue patterns are one of
+its features and decide alone when no embedder or model is at hand. Then:
+
+* a part that names conditions but asks nothing of its own ("tb vs ca vs pneumonia"
+  after "ddx among similar cases?") joins the part before it;
+* an outcome question that mentions surgery, admission or a procedure is an outcome
+  question: only a request for what to do for *this* patient is treatment;
+* rare words the lexicon does not know are kept as clinical terms (:mod:`core.answer.terms`)
+  so that each is either matched to the evidence or reported as not recorded.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from core.answer.cues import Intent
+from core.answer.guards_text import looks_injected
+from core.answer.intent_model import IntentModel, features
+from core.answer.lexicon import ConditionLexicon, default_lexicon
+from core.answer.split import split_question
+from core.answer.terms import clinical_terms
+from core.answer.understand import EVENTS, Understanding, _vocabulary, cue_intent, normalise, understand
+
+__all__ = ["INTENT_LABELS", "QuestionReader", "Reading"]
+
+log = logging.getLogger(__name__)
+
+# What a part was read as, in the doctor's words ("Read as: outcomes of similar cases").
+INTENT_LABELS: dict[str, str] = {
+    "injection": "instructions to the assistant",
+    "off_topic": "a request outside this scan",
+    "outcomes": "outcomes of similar cases",
+    "count": "how many similar cases record something",
+    "differential": "the diagnoses among similar cases",
+    "severity": "how severe similar cases were",
+    "prior": "a comparison with this patient's prior reports",
+    "why_similar": "why these cases are similar",
+    "treatment": "what to do for this patient",
+    "prediction": "this patient's future",
+    "general_knowledge": "general medical knowledge",
+    "demographics": "the ages and sexes of similar cases",
+    "summary": "a summary of similar cases",
+}
+# A request for what to do for this patient (the only treatment questions).
+_ACTION = re.compile(
+    r"\b(should (?:we|i|he|she|they|the patient|this patient|pt)|shall we|do we|can we|would you|what (?:should|do) we|"
+    r"(?:what|which) (?:treatment|therapy|drug|antibiotic|dose|dosage|regimen|management|medication)|"
+    r"how (?:should|do|would) (?:we|i|you) (?:treat|manage)|how to (?:treat|manage)|treat (?:this|him|her|it)|"
+    r"manage (?:this|him|her|it)|(?:dose|dosing|dosage) of|recommend\w*|next step|plan for|candidate for|"
+    r"what to (?:do|give|start)|give (?:him|her|them)|start (?:him|her|them|on)|for (?:this|the) patient)\b"
+)
+_DRUG = re.compile(r"\b(\w+(?:mab|nib|cillin|mycin|pril|olol|statin|parin|xaban|plase|azole|floxacin)|doses?|dosing|mg)\b")
+_PAST_CASES = re.compile(r"\b(they|them|similar|cases?|others?|patients|those|these|any (?:of|one)|how many|were|did)\b")
+_NO_ASK = re.compile(r"^(?:and |also |or )*(?:[a-z-]+(?: |$)){0,6}$")
+
+
+@dataclass(frozen=True)
+class Reading:
+    """The question's parts (each an :class:`Understanding`), the pasted report, and how the intents were chosen."""
+
+    parts: tuple[Understanding, ...]
+    report: str | None = None
+    classifier: str = "cues"  # "logreg" / "centroid" (the learned model) or "cues"
+
+    def read_as(self, below: float) -> list[str]:
+        """"Read as: ..." lines for parts whose intent probability is below ``below``."""
+        return [f"Read as: {INTENT_LABELS.get(p.intent, p.intent)}." for p in self.parts if p.confidence < below]
+
+
+class QuestionReader:
+    """Reads questions with a lexicon, an optional embedder and the shipped intent model."""
+
+    def __init__(
+        self,
+        lexicon: ConditionLexicon | None = None,
+        embed: Callable[[list[str]], np.ndarray] | None = None,
+        embed_model_id: Callable[[], str] | None = None,
+        model: IntentModel | None = None,
+        fallback_below: float = 0.55,
+    ) -> None:
+        self.lexicon = lexicon or default_lexicon()
+        self._embed = embed
+        self._embed_model_id = embed_model_id
+        self.model = model
+        self.fallback_below = fallback_below
+        self._checked = False
+
+    def _usable_model(self) -> IntentModel | None:
+        if self.model is None or self._embed is None or self._embed_model_id is None:
+            return None
+        if not self._checked:
+            self._checked = True
+            if not self.model.usable(self._embed_model_id()):
+                log.warning("The intent model was trained on %s; the cue patterns decide instead", self.model.model_id)
+                self.model = None
+        return self.model
+
+    def intents(self, texts: list[str]) -> list[tuple[Intent, float]]:
+        """(intent, probability) of each normalised part text: the classifier's, else the cue patterns' at 1.0."""
+        cues = [cue_intent(t) for t in texts]
+        model = self._usable_model()
+        if model is None or self._embed is None:
+            return [(c, 1.0) for c in cues]
+        x = features(self._embed(texts), list(cues))
+        # an uncertain prediction yields to the cue patterns (the answer then says what the part was read as)
+        return [(name if p >= self.fallback_below else cue, p) for (name, p), cue in zip(model.predict(x), cues, strict=True)]  # type: ignore[misc]
+
+    def read(self, question: str) -> Reading:
+        """Split, classify and understand ``question`` (see the module docstring)."""
+        if looks_injected(question):  # instructions aimed at the rules: one part, refused whole
+            u = understand(question, self.lexicon, intent="injection")  # patterns over the raw text (":", "</context>")
+            return Reading((u,), None, "patterns")
+        split = split_question(question)
+        raw = _merge_fragments(list(split.parts), self.lexicon)
+        texts = [normalise(p, self.lexicon)[0] for p in raw]
+        chosen = self.intents(texts)
+        known = frozenset(_vocabulary(self.lexicon))
+        parts = []
+        for part, text, (intent, p) in zip(raw, texts, chosen, strict=True):
+            intent = _treatment_only_for_this_patient(text, intent)
+            u = understand(part, self.lexicon, intent=intent, confidence=p)
+            terms = tuple(t for t in clinical_terms(text, known) if not _covered(t, u))
+            parts.append(replace(u, terms=terms))
+        model = self._usable_model()
+        return Reading(tuple(parts), split.report, model.design if model is not None else "cues")
+
+
+def _merge_fragments(parts: list[str], lexicon: ConditionLexicon) -> list[str]:
+    """Join a part that only names conditions ("tb vs ca vs pneumonia") to the part before it."""
+    out: list[str] = []
+    held = ""  # a first fragment joins the part after it ("ADT? degarelix dose?")
+    for i, part in enumerate(parts):
+        text = normalise(part, lexicon)[0]
+        fragment = cue_intent(text) == "summary" and bool(_NO_ASK.match(text)) and not any(
+            re.search(rf"\b{re.escape(c)}\b", text) for e in EVENTS for c in e.cues
+        )
+        if fragment and out:
+            out[-1] = f"{out[-1]}: {part}"
+        elif fragment and i + 1 < len(parts) and len(text.split()) <= 3:
+            held = f"{held}{part}: "
+        else:
+            out.append(held + part)
+            held = ""
+    return out or [held.rstrip(": ")]
+
+
+def _treatment_only_for_this_patient(text: str, intent: Intent) -> Intent:
+    """Outcome questions about surgery or admission are outcomes; treatment needs a request about this patient."""
+    if intent == "treatment" and not (_ACTION.search(text) or _DRUG.search(text)) and _PAST_CASES.search(text):
+        return "count" if re.search(r"\b(how many|any|number of|proportion)\b", text) else "outcomes"
+    return intent
+
+
+def _covered(term: str, u: Understanding) -> bool:
+    """True when the lexicon, an outcome event or a measurement already covers ``term``."""
+    names = " ".join([*(s for e in u.entities for s in e.surfaces), *u.unknown, *(label.lower() for label, _ in u.attributes)])
+    if u.event is not None and any(term in c or c in term for c in u.event.cues):
+        return True
+    return term in names

@@ -1,0 +1,133 @@
+"""``train-ask-intent``: train the intent classifier on the train splits, compare designs on the frozen test split.
+
+Training examples are the question parts of the outside set's train split (each part's
+text and intent) and the doctor-question set's train items, normalised as the reader
+normalises them and embedded with the project's embedder (``embed`` settings). The
+outside set's intents map onto the reader's (``absent_term`` -> count, ``ai_reading`` ->
+differential, ``out_of_scope`` -> off_topic, ...); parts on the fail-closed scans carry
+no intent and are left out.
+
+Three designs are scored by intent accuracy on both sets' test splits, which are never
+trained on:
+
+* ``cues``: the cue patterns alone (the design before the classifier);
+* ``centroid``: cosine to each intent's mean embedding;
+* ``logreg``: multinomial logistic regression over the embedding and the cue indicators.
+
+The better learned design is written to ``core/answer/data/intent_model.npz`` with the
+comparison beside it (``intent_model.json``). Deterministic: the same inputs give the
+same file.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from core.answer.intent_model import INTENTS, MODEL_PATH, IntentModel, features
+from core.answer.lexicon import default_lexicon
+from core.answer.understand import cue_intent, normalise
+
+__all__ = ["OUTSIDE_TO_INTENT", "examples", "train"]
+
+OUTSIDE_TO_INTENT = {
+    "count": "count",
+    "absent_term": "count",
+    "demographics": "demographics",
+    "outcomes": "outcomes",
+    "treatment": "treatment",
+    "prediction": "prediction",
+    "severity": "severity",
+    "prior_comparison": "prior",
+    "ai_reading": "differential",
+    "injection": "injection",
+    "out_of_scope": "off_topic",
+    "similarity_why": "why_similar",
+    "differential": "differential",
+}
+
+
+def examples(data: Path, split: str) -> list[tuple[str, str, str]]:
+    """(set, normalised text, intent) of both question sets' ``split``."""
+    out: list[tuple[str, str, str]] = []
+    lex = default_lexicon()
+    outside = json.loads((data / "ask_outside_questions.json").read_text())["items"]
+    for item in outside:
+        if item["split"] != split:
+            continue
+        for part in item["parts"]:
+            if (intent := OUTSIDE_TO_INTENT.get(part["intent"])) is not None:
+                out.append(("outside", normalise(part["text"], lex)[0], intent))
+    doctor = json.loads((data / "doctor_questions.json").read_text())["items"]
+    for item in doctor:
+        if item["split"] == split and item.get("intent") in INTENTS and item["expect"]["behaviour"] != "no_comparable":
+            out.append(("doctor", normalise(item["question"], lex)[0], item["intent"]))
+    return out
+
+
+def _choose_c(x: np.ndarray, y: list[str]) -> float:
+    """The regularisation strength with the best 5-fold cross-validated accuracy on the train split alone."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedKFold, cross_val_score
+
+    folds = StratifiedKFold(n_splits=5, shuffle=True, random_state=0)
+    scores = {c: cross_val_score(LogisticRegression(C=c, max_iter=5000), x, y, cv=folds).mean() for c in (1.0, 4.0, 16.0, 64.0)}
+    return max(scores, key=lambda c: (round(scores[c], 4), -c))
+
+
+def _fit_logreg(x: np.ndarray, y: list[str], model_id: str) -> IntentModel:
+    from sklearn.linear_model import LogisticRegression
+
+    clf = LogisticRegression(C=_choose_c(x, y), max_iter=5000)  # lbfgs: deterministic
+    clf.fit(x, y)
+    labels = tuple(str(c) for c in clf.classes_)
+    return IntentModel(labels, clf.coef_.astype(np.float32), clf.intercept_.astype(np.float32), model_id, "logreg")
+
+
+def _fit_centroid(x: np.ndarray, y: list[str], model_id: str) -> IntentModel:
+    labels = tuple(sorted(set(y)))
+    dim = x.shape[1] - len(INTENTS)  # the embedding only: the cue indicators are not part of this design
+    cents = []
+    for label in labels:
+        c = x[[i for i, t in enumerate(y) if t == label], :dim].mean(axis=0)
+        cents.append(c / (np.linalg.norm(c) or 1.0))
+    w = np.hstack([np.array(cents, dtype=np.float32), np.zeros((len(labels), len(INTENTS)), np.float32)])
+    return IntentModel(labels, w, np.zeros(len(labels), np.float32), model_id, "centroid")
+
+
+def _accuracy(pred: list[str], gold: list[str]) -> float:
+    return round(sum(p == g for p, g in zip(pred, gold, strict=True)) / len(gold), 4) if gold else 0.0
+
+
+def train(embedder: Any, data: Path, out: Path = MODEL_PATH) -> dict[str, Any]:
+    """Train, compare on the test splits, write the better learned model and return the comparison."""
+    train_ex, test_ex = examples(data, "train"), examples(data, "test")
+
+    def embed(ex: list[tuple[str, str, str]]) -> np.ndarray:
+        texts = [t for _, t, _ in ex]
+        return features(embedder.embed_queries(texts), [cue_intent(t) for t in texts])
+
+    x_train, x_test = embed(train_ex), embed(test_ex)
+    y_train = [i for _, _, i in train_ex]
+    gold = [i for _, _, i in test_ex]
+    model_id = embedder.model_id
+    designs = {"logreg": _fit_logreg(x_train, y_train, model_id), "centroid": _fit_centroid(x_train, y_train, model_id)}
+    report: dict[str, Any] = {"train_examples": len(train_ex), "test_examples": len(test_ex), "model_id": model_id}
+    scores: dict[str, dict[str, float]] = {}
+    cue_preds: list[str] = [cue_intent(t) for _, t, _ in test_ex]
+    for name, preds in [("cues", cue_preds)] + [
+        (n, [p for p, _ in m.predict(x_test)]) for n, m in designs.items()
+    ]:
+        scores[name] = {"all": _accuracy(preds, gold)}
+        for s in ("outside", "doctor"):
+            idx = [i for i, (src, _, _) in enumerate(test_ex) if src == s]
+            scores[name][s] = _accuracy([preds[i] for i in idx], [gold[i] for i in idx])
+    report["test_intent_accuracy"] = scores
+    best = max(designs, key=lambda n: scores[n]["all"])
+    report["kept"] = best
+    designs[best].save(out)
+    out.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
+    return report
