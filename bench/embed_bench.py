@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     }
     precisions = args.precisions.split(",")
     for p in dict.fromkeys(["float32", *precisions]):
-        engines[f"torch {p}"] = E5TorchEmbedder(threads=args.threads, precision=p).embed_passages  # type: ignore[arg-type]
+        engines[f"torch {p}"] = E5TorchEmbedder(threads=args.threads, precision=p).embed_passages
     result: dict[str, Any] = {"chunks": len(texts), "tokens_per_chunk": args.tokens, "threads": args.threads}
     result["machine"] = machine()
     runs = throughput(engines, texts, args.repeats)

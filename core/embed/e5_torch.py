@@ -92,7 +92,7 @@ class E5TorchEncoder:
                 pairs = ((qkv_w, qkv_b), (ao_w, ao_b), (fi_w, fi_b), (fo_w, fo_b))
                 if precision == "int8":
                     lins = [int8_linear(w, b) for w, b in pairs]
-                    norms = (aln_w, aln_b, oln_w, oln_b)
+                    norms: tuple[torch.Tensor, ...] = (aln_w, aln_b, oln_w, oln_b)
                 else:
                     dt = torch.bfloat16 if precision == "bfloat16" else torch.float32
                     lins = [partial(F.linear, weight=w.to(dt), bias=b.to(dt)) for w, b in pairs]
