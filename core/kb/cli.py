@@ -47,6 +47,19 @@ def _ingest_realistic(args: argparse.Namespace) -> int:
     return 1 if any(r.errors for r in reports) else 0
 
 
+def _realshaped(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from core.cli import emit, settings_from_args
+    from core.kb.demo.longguides import write_long_guidelines
+
+    settings = settings_from_args(args)
+    assets = settings.paths.resolve(settings.paths.assets_dir) / settings.kb.demo_subdir / "realshaped"
+    out = Path(args.out) if args.out else settings.paths.resolve(settings.paths.data_dir) / "generated" / "realshaped"
+    emit({"written": [str(p) for p in write_long_guidelines(assets, out)]}, args.json)
+    return 0
+
+
 def _docs(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -196,6 +209,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--kb", default="user", help="Target knowledge base or document space (default: shared space).")
     p.add_argument("--json", action="store_true", help="Print the reports as JSON.")
     p.set_defaults(func=_ingest_realistic)
+
+    p = kbsub.add_parser(
+        "realshaped",
+        help="Render the two long TB guidelines that disagree on purpose (about 150 pages each) to PDF and plain text "
+        "(assets/kb/realshaped; demo data, not for clinical use).",
+    )
+    p.add_argument("--out", default=None, help="Output folder (default: <data_dir>/generated/realshaped).")
+    p.add_argument("--json", action="store_true", help="Print the written paths as JSON.")
+    p.set_defaults(func=_realshaped)
 
     docs = kbsub.add_parser("docs", help="A doctor's document space (and the shared one): list, add, delete, reingest.")
     docsub = docs.add_subparsers(dest="docs_command", required=True)

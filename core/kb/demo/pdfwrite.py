@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-__all__ = ["GuidelineSource", "Heading", "read_source", "render_pdf", "write_pdf"]
+__all__ = ["GuidelineSource", "Heading", "parse_source", "read_source", "render_pdf", "render_pdf_pages", "write_pdf"]
 
 _NOTE_DEF = re.compile(r"^\[\^(\w+)\]:\s*(.+)$")
 _NOTE_REF = re.compile(r"\[\^(\w+)\]")
@@ -71,8 +72,12 @@ class GuidelineSource:
 
 
 def read_source(path: Path) -> GuidelineSource:
+    """Parse the Markdown subset in file ``path`` into a :class:`GuidelineSource`."""
+    return parse_source(path.read_text(encoding="utf-8"))
+
+
+def parse_source(text: str) -> GuidelineSource:
     """Parse the Markdown subset into a :class:`GuidelineSource`."""
-    text = path.read_text(encoding="utf-8")
     meta: dict[str, Any] = {}
     front = _FRONT.match(text)
     if front:
@@ -124,7 +129,10 @@ def read_source(path: Path) -> GuidelineSource:
 class _Doc:
     """One rendering pass; records the page of every heading for the table of contents."""
 
-    def __init__(self, src: GuidelineSource, outline: bool, metadata: bool, toc_pages: dict[str, int]) -> None:
+    def __init__(
+        self, src: GuidelineSource, outline: bool, metadata: bool, toc_pages: dict[str, int], title: str | None = None,
+        created: datetime | None = None,
+    ) -> None:
         from fpdf import FPDF
 
         header_text = str(src.meta.get("running_header") or "Consolidated demo guideline: TB and CAP in adults")
@@ -153,10 +161,12 @@ class _Doc:
         self.pdf.set_margins(25, 20, 25)
         self.pdf.set_auto_page_break(True, margin=22)
         if metadata:
-            self.pdf.set_title(src.title)
+            self.pdf.set_title(title or src.title)
             self.pdf.set_author(org)
         # The old module path on purpose: the creator is part of the PDF bytes, and so of its document ids.
         self.pdf.set_creator("Casebook core.kb.pdfwrite (demo)")
+        if created is not None:  # a fixed date makes the bytes reproducible
+            self.pdf.set_creation_date(created)
         self.src, self.outline, self.toc = src, outline, toc_pages
         self.pages: dict[str, int] = {}
 
@@ -181,7 +191,9 @@ class _Doc:
         pdf.multi_cell(0, 11, self.src.title, align="C", new_x="LMARGIN", new_y="NEXT")
         pdf.ln(12)
         pdf.set_font("Helvetica", "", 13)
-        pdf.multi_cell(0, 7, f"{meta.get('organisation', '')}\n{meta.get('year', '')}", align="C",
+        lines = [str(meta.get(k)) for k in ("edition", "organisation", "year") if meta.get(k)] if meta.get("edition") else [
+            str(meta.get("organisation", "")), str(meta.get("year", ""))]  # fmt: skip
+        pdf.multi_cell(0, 7, "\n".join(lines), align="C",
                        new_x="LMARGIN", new_y="NEXT")  # fmt: skip
         pdf.ln(30)
         pdf.set_font("Helvetica", "B", 11)
@@ -255,9 +267,21 @@ def render_pdf(src: GuidelineSource, outline: bool = True, metadata: bool = True
 
     Rendered twice: the first pass finds the page of every heading for the table of contents.
     """
-    first = _Doc(src, outline, metadata, {})
+    return render_pdf_pages(src, outline, metadata)[0]
+
+
+def render_pdf_pages(
+    src: GuidelineSource, outline: bool = True, metadata: bool = True, title: str | None = None,
+    created: datetime | None = None,
+) -> tuple[bytes, dict[str, int]]:
+    """The PDF bytes of ``src`` and the page of every heading.
+
+    ``title`` replaces the metadata title; ``created`` fixes the creation date (else: now).
+    """
+    first = _Doc(src, outline, metadata, {}, title, created)
     first.render()
-    return _Doc(src, outline, metadata, first.pages).render()
+    second = _Doc(src, outline, metadata, first.pages, title, created)
+    return second.render(), second.pages
 
 
 def write_pdf(source: Path, target: Path, outline: bool = True, metadata: bool = True) -> Path:
