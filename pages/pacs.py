@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from core.errors import CasebookError
 from core.store.models import ANATOMIES
@@ -38,6 +39,10 @@ st.caption(f"Studies from {inert(endpoint_label(cfg.url))} over DICOMweb; identi
 studies_tab, reports_tab = st.tabs(["Studies", "Reports to the PACS"])
 
 
+def _show(bar: DeltaGenerator, fraction: float, message: str) -> None:
+    bar.progress(min(fraction, 1.0), text=inert(message))
+
+
 def _day(d: dt.date | None) -> str:
     return d.strftime("%Y%m%d") if d else ""
 
@@ -57,7 +62,7 @@ with studies_tab:
         bar = st.progress(0.0, text="Searching…")
         query = StudyQuery(name, pid, _day(since), _day(until), modality, accession)
         try:
-            st.session_state[HITS] = PacsClient(cfg).search_studies(query, progress=lambda f, m: bar.progress(f, m))
+            st.session_state[HITS] = PacsClient(cfg).search_studies(query, progress=lambda f, m: _show(bar, f, m))
         except CasebookError as exc:
             st.session_state.pop(HITS, None)
             show_error("The PACS search failed", exc)
@@ -86,7 +91,7 @@ with studies_tab:
                 outcomes = import_studies(
                     rt.settings, rt.db, PacsClient(cfg), chosen, actor_id=user.id,
                     anatomy=None if anatomy == FROM_HEADERS else anatomy, confirm_burned_in=confirmed,
-                    progress=lambda f, m: bar.progress(min(f, 1.0), text=inert(m)),
+                    progress=lambda f, m: _show(bar, f, m),
                 )  # fmt: skip
             except CasebookError as exc:
                 show_error("The import stopped", exc)
@@ -114,9 +119,9 @@ with reports_tab:
         st.info("No signed report of a study imported from the PACS yet.")
     queued = sum(r.pending for r in rows if r.sr != "not sent" or r.fhir != "not sent")
     if queued and st.button(f"Re-send the {queued:d} queued report(s)", icon="🔁"):
-        for o in resend_queued(rt.settings, rt.db, actor_id=user.id):
-            (st.success if o.status == "sent" else st.warning)(
-                f"Report {o.report_id:d} {inert(o.target)}: {inert(o.status)}"
+        for e in resend_queued(rt.settings, rt.db, actor_id=user.id):
+            (st.success if e.status == "sent" else st.warning)(
+                f"Report {e.report_id:d} {inert(e.target)}: {inert(e.status)}"
             )
     for r in rows:
         c1, c2 = st.columns([4, 1])

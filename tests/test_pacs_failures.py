@@ -1,6 +1,6 @@
 """Export failures against loopback endpoints: a refused STOW, a timeout, a busy PACS, FHIR POST and its refusal.
 
-No Orthanc needed: the scan is imported from pydicom's packaged file through the
+No Orthanc needed, and each export test runs on SQLite and on PostgreSQL: the scan is imported from pydicom's packaged file through the
 importer with the PACS link hook, and tests/pacs_support.FakeEndpoint plays the PACS
 (it answers the study's metadata with the original header) and the FHIR server.
 """
@@ -15,18 +15,21 @@ from pathlib import Path
 import pydicom
 import pytest
 from fhir.resources.R4B.bundle import Bundle
+from hypothesis import given
+from hypothesis import settings as hyp_settings
+from hypothesis import strategies as st
 from sqlalchemy import select
 
 from core.errors import ConfigError, PacsAuthError, PacsRefusedError, PacsTimeoutError
 from core.imaging.importer import import_images
-from core.pacs.client import StudyHit, StudyQuery
+from core.pacs.client import StudyHit, StudyQuery, qido_query
 from core.pacs.export import export_report, queued_exports, resend_queued
 from core.pacs.imports import link_hook, sealer_for
 from core.pacs.sealed import Sealer
 from core.reports import DraftText, save_draft, sign_draft
-from core.runtime import Runtime, open_runtime
+from core.runtime import Runtime
 from core.store.models import Report, User
-from tests.conftest import make_settings
+from tests.backends import writable_runtime
 from tests.imaging_support import packaged
 from tests.pacs_support import FakeEndpoint
 
@@ -42,15 +45,17 @@ def fake() -> Iterator[FakeEndpoint]:
 
 
 @pytest.fixture()
-def rt(tmp_path: Path, fake: FakeEndpoint, monkeypatch: pytest.MonkeyPatch) -> Iterator[Runtime]:
+def rt(
+    backend: str, request: pytest.FixtureRequest, demo_root: Path, tmp_path: Path, fake: FakeEndpoint,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[Runtime]:  # fmt: skip
+    """A private copy of the demo store on SQLite, then on PostgreSQL, pointed at the loopback endpoint."""
     monkeypatch.setenv(TOKEN_ENV, "test-token-123")
     pacs = {
         "url": f"{fake.root}/dicom-web", "fhir_url": f"{fake.root}/fhir", "fhir_token_env": TOKEN_ENV,
         "retries": 2, "backoff_s": 0.05, "timeout_s": 0.5,
     }  # fmt: skip
-    runtime = open_runtime(make_settings(tmp_path, imaging={"encoder": "none"}, pacs=pacs))
-    with runtime.db.session() as s:
-        s.add(User(username="dr.pacs", display_name="Dr Pacs Reviewer", role="doctor"))
+    runtime = writable_runtime(backend, request, demo_root, tmp_path, imaging={"encoder": "none"}, pacs=pacs)
     yield runtime
     runtime.db.dispose()
 
@@ -58,7 +63,7 @@ def rt(tmp_path: Path, fake: FakeEndpoint, monkeypatch: pytest.MonkeyPatch) -> I
 def _signed(rt: Runtime) -> tuple[int, int]:
     """A scan imported as if from the PACS (CT_small, linked) and a signed report of it: (doctor, report id)."""
     with rt.db.read_only() as s:
-        doctor = int(s.scalar(select(User.id).where(User.username == "dr.pacs")) or 0)
+        doctor = int(s.scalar(select(User.id).where(User.username == "dr.chen")) or 0)
     summary = import_images(
         rt.settings, rt.db, [packaged("CT_small.dcm")], anatomy="lung", actor_id=doctor,
         link=link_hook(sealer_for(rt.settings), "127.0.0.1:1"),
@@ -162,3 +167,33 @@ def test_query_filters_are_narrowed_after_the_wildcard_the_pacs_gets(
 ) -> None:
     hit = StudyHit("1.2.3", name, pid, "20240101", "CT", "", "", 1, 1)
     assert query.matches(hit) is found
+
+
+@given(st.text(max_size=40))
+@hyp_settings(max_examples=200, deadline=None)
+def test_no_search_text_adds_or_changes_a_query_parameter(text: str) -> None:
+    """Whatever a doctor types into a search field, the QIDO query keeps exactly the parameters asked for."""
+    query = StudyQuery(patient_name=text, patient_id=text, accession=text, modality=text)
+    wanted = query.filters()
+    sent = qido_query(list(wanted.items()))
+    pairs = [p.split("=") for p in sent.split("&")] if sent else []
+    assert [k for k, *_ in pairs] == list(wanted) and all(len(p) == 2 for p in pairs)
+    assert all(set(v) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789*.-_") for _k, v in pairs)
+
+
+@pytest.mark.parametrize(
+    "uid", ["../../tools/reset", "1.2.3/../../studies", "1.2.3?x=1", "", "1..2", "1.2." + "3" * 70]
+)
+def test_a_study_uid_that_is_not_a_uid_is_refused_before_any_request(uid: str) -> None:
+    from core.config.pacs import PacsSettings
+    from core.pacs.client import PacsClient
+
+    fake = FakeEndpoint()
+    try:
+        client = PacsClient(PacsSettings(url=f"{fake.root}/dicom-web", retries=1))
+        for call in (client.retrieve_study, client.study_metadata):
+            with pytest.raises(PacsRefusedError):
+                call(uid)
+        assert fake.gets == 0
+    finally:
+        fake.close()

@@ -42,7 +42,7 @@ from core.errors import (
     PacsUnreachableError,
 )
 
-__all__ = ["PacsClient", "StudyHit", "StudyQuery", "endpoint_label", "mapped_errors"]
+__all__ = ["SAFE", "PacsClient", "StudyHit", "StudyQuery", "endpoint_label", "mapped_errors", "qido_query"]
 
 log = logging.getLogger(__name__)
 # Their DEBUG lines print request paths and query strings, which hold patient names and UIDs here.
@@ -54,7 +54,7 @@ _RETRIABLE = (
     HTTPStatus.SERVICE_UNAVAILABLE,
     HTTPStatus.GATEWAY_TIMEOUT,
 )
-_SAFE = re.compile(r"[^A-Za-z0-9*.\-_]")
+SAFE = re.compile(r"[^A-Za-z0-9*.\-_]")  # the characters a QIDO query value may NOT carry as they are
 _UID = re.compile(r"^[0-9]+(\.[0-9]+)*$")
 PAGE = 25  # studies per QIDO page: the study list shows progress page by page
 
@@ -101,6 +101,14 @@ class StudyQuery:
             if key in wanted and not fnmatchcase(got.upper(), wanted[key].upper()):
                 return False
         return True
+
+
+def qido_query(params: list[tuple[str, str]]) -> str:
+    """The query string of ``params``: each value with every character outside :data:`SAFE` made ``*``.
+
+    No value can add, end or change a parameter (``&``, ``=``, ``#``, ``%`` and spaces all become ``*``).
+    """
+    return "&".join(f"{k}={SAFE.sub('*', v)}" for k, v in params)
 
 
 def _uid(value: str) -> str:
@@ -217,8 +225,7 @@ class PacsClient:
         ``*``: Orthanc 1.10's DICOMweb plug-in does not percent-decode query values, so ``Smith^J`` is sent
         as ``Smith*J`` and the wider match is narrowed here (:meth:`search_studies`).
         """
-        query = "&".join(f"{k}={_SAFE.sub('*', v)}" for k, v in params)
-        url = f"{self._base}/{path}?{query}"
+        url = f"{self._base}/{path}?{qido_query(params)}"
         for attempt in range(self._retries):
             last = attempt == self._retries - 1
             try:
@@ -256,14 +263,14 @@ class PacsClient:
     def retrieve_study(self, study_uid: str) -> list[Any]:
         """Every instance of a study as pydicom datasets, in memory (WADO-RS)."""
         with mapped_errors("Study retrieval", self.where):
-            return list(self._client.retrieve_study(study_uid))
+            return list(self._client.retrieve_study(_uid(study_uid)))
 
     def study_metadata(self, study_uid: str) -> list[Any]:
         """The study's instance headers without pixel data (WADO-RS metadata), as pydicom datasets."""
         from pydicom import Dataset
 
         with mapped_errors("Study metadata", self.where):
-            items = self._client.retrieve_study_metadata(study_uid)
+            items = self._client.retrieve_study_metadata(_uid(study_uid))
         # bulk data (pixels, large private blobs) is only a URI here and is never needed
         return [Dataset.from_json({k: v for k, v in it.items() if "BulkDataURI" not in v}) for it in items]
 
