@@ -9,6 +9,7 @@ server logs go to ``test-artifacts/browser/`` (git-ignored) unless a suite says 
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -25,9 +26,22 @@ from tests.test_app_support import CHROMIUM, CHROMIUM_ARGS, free_port, start_ser
 if TYPE_CHECKING:
     from playwright.sync_api import Page
 
-__all__ = ["ARTIFACTS", "BROWSER_MARKS", "ServedApp", "chromium_page", "open_patient", "served_copy"]
+__all__ = [
+    "ARTIFACTS",
+    "BROWSER_MARKS",
+    "BROWSER_TIMEOUT_MS",
+    "ServedApp",
+    "chromium_page",
+    "open_patient",
+    "served_copy",
+    "wait_idle",
+]
 
 ARTIFACTS = REPO_ROOT / "test-artifacts" / "browser"
+# The ceiling of any one wait in a browser test. Tests wait for the page's own state (an answer, an
+# abstention card, the end of a rerun) and this only bounds a hang: an answer that takes 5 s on a quiet
+# bf16 machine takes minutes on a loaded 2-core CPU without bf16 (issue 31). Raise it on slower machines.
+BROWSER_TIMEOUT_MS = float(os.environ.get("CASEBOOK_TEST_BROWSER_TIMEOUT_S", "300")) * 1000
 # A browser suite's ``pytestmark``: slow, browser, and skipped where Debian's chromium is missing.
 BROWSER_MARKS = [
     pytest.mark.browser,
@@ -77,18 +91,23 @@ def served_copy(source: Path, tmp_path: Path, log: Path) -> Iterator[ServedApp]:
 
 
 @contextmanager
-def chromium_page(height: int, timeout_ms: float, failure: Path | None = None) -> Iterator[Page]:
-    """A page of headless Chromium, 1400 px wide and ``height`` tall, ``timeout_ms`` its default timeout.
+def chromium_page(height: int, timeout_ms: float | None = None, failure: Path | None = None) -> Iterator[Page]:
+    """A page of headless Chromium, 1400 px wide and ``height`` tall.
+
+    Every wait of the page and of Playwright's ``expect`` defaults to :data:`BROWSER_TIMEOUT_MS`
+    (or ``timeout_ms`` where a test asks for longer), never Playwright's own 5 s.
 
     When the body raises and ``failure`` is given, the newest open page (a test may open
     another through ``page.context.browser``) is saved there first. The browser closes on exit.
     """
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
+    ceiling = max(timeout_ms or 0.0, BROWSER_TIMEOUT_MS)
+    expect.set_options(timeout=ceiling)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": height})
-        page.set_default_timeout(timeout_ms)
+        page.set_default_timeout(ceiling)
         try:
             yield page
         except Exception:
@@ -106,3 +125,15 @@ def open_patient(page: Page, name: str) -> None:
     search = page.get_by_role("textbox", name="Search patients")
     search.fill(name)
     search.press("Enter")
+
+
+def wait_idle(page: Page) -> None:
+    """Wait until the app's script run has finished: no "Running" status and no stale element left.
+
+    This is the page's own done state; use it after an action whose result may take long on a
+    slow CPU, before asserting on what the run leaves (or does not leave) on the page.
+    """
+    page.wait_for_function(
+        "!document.querySelector('[data-stale=\"true\"]')"
+        " && !document.querySelector('[data-testid=\"stStatusWidget\"]')"
+    )

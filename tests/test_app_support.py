@@ -21,6 +21,10 @@ from core.store.models import User
 
 PAGES = REPO_ROOT / "pages"
 
+# The ceiling of one AppTest script run and of a served app's start: the page's own state decides,
+# and this only bounds a hang (a first run builds the runtime: minutes on a loaded 2-core CPU).
+APPTEST_TIMEOUT_S = float(os.environ.get("CASEBOOK_TEST_APPTEST_TIMEOUT_S", "300"))
+
 
 def use_root(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Make the app (which reads settings from the environment) use the database under ``root``."""
@@ -39,7 +43,7 @@ def user_of(rt: Runtime, username: str) -> CurrentUser:
 def page(name: str, user: CurrentUser | None = None, scan: str | None = None) -> AppTest:
     """An AppTest of ``pages/<name>.py`` (or ``app.py``) with ``user`` signed in and ``scan`` in the URL."""
     path = REPO_ROOT / "app.py" if name == "app" else PAGES / f"{name}.py"
-    at = AppTest.from_file(str(path), default_timeout=60)
+    at = AppTest.from_file(str(path), default_timeout=APPTEST_TIMEOUT_S)
     if user is not None:
         at.session_state["user"] = user
     if scan is not None:
@@ -114,7 +118,7 @@ def start_server(root: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
 
 
-def wait_healthy(port: int, proc: subprocess.Popen[bytes], timeout_s: float = 60.0) -> None:
+def wait_healthy(port: int, proc: subprocess.Popen[bytes], timeout_s: float = APPTEST_TIMEOUT_S) -> None:
     """Block until ``/_stcore/health`` answers ``ok``; raise if the server exits or times out."""
     import urllib.error
     import urllib.request

@@ -19,13 +19,13 @@ from sqlalchemy import func, select
 
 from core.runtime import open_runtime
 from core.store.models import AuditLog, Message, Report, ReportDraft
-from tests.browser_support import ARTIFACTS, BROWSER_MARKS, chromium_page, open_patient, served_copy
+from tests.browser_support import ARTIFACTS, BROWSER_MARKS, BROWSER_TIMEOUT_MS, chromium_page, open_patient, served_copy
 from tests.conftest import make_settings, scan_of
 from tests.llm_server import FakeLLMServer
 from tests.test_app_support import log_in
 
 pytestmark = BROWSER_MARKS
-TIMEOUT_MS = 30_000
+TIMEOUT_MS = BROWSER_TIMEOUT_MS  # the shared ceiling (CASEBOOK_TEST_BROWSER_TIMEOUT_S); tests wait for state
 
 
 @pytest.fixture()
@@ -200,7 +200,7 @@ def test_report_draft_guideline_qa_selfrag_and_status_pages(kb_server: tuple[str
             page.get_by_role("option", name="always", exact=True).click()
             expect(page.get_by_role("combobox", name="Retrieval")).to_have_value("always")
             page.get_by_role("button", name="Run").click()
-            expect(page.get_by_text("Answer: B — Isoniazid")).to_be_visible(timeout=60_000)
+            expect(page.get_by_text("Answer: B — Isoniazid")).to_be_visible()
             expect(page.get_by_text("Decision (always):", exact=False)).to_be_visible()
             expect(page.get_by_text("Reranked documents")).to_be_visible()
             # top_k 5 retrieved documents, each with its verdict under the relevance floor

@@ -13,6 +13,7 @@ Screenshots go to ``test-artifacts/browser/`` (git-ignored), names ``ask-*.png``
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,7 +25,15 @@ from core.answer.compose import OUT_OF_SCOPE
 from core.answer.rules import CASE_ID_RE
 from core.runtime import open_runtime
 from core.store.models import Report, ReportDraft
-from tests.browser_support import ARTIFACTS, BROWSER_MARKS, chromium_page, open_patient, served_copy
+from tests.browser_support import (
+    ARTIFACTS,
+    BROWSER_MARKS,
+    BROWSER_TIMEOUT_MS,
+    chromium_page,
+    open_patient,
+    served_copy,
+    wait_idle,
+)
 from tests.conftest import make_settings, scan_of
 from tests.llm_server import FakeLLMServer
 from tests.test_app_support import log_in
@@ -33,7 +42,7 @@ if TYPE_CHECKING:
     from playwright.sync_api import Page
 
 pytestmark = BROWSER_MARKS
-TIMEOUT_MS = 30_000
+TIMEOUT_MS = BROWSER_TIMEOUT_MS  # the shared ceiling (CASEBOOK_TEST_BROWSER_TIMEOUT_S); tests wait for state
 
 
 @pytest.fixture()
@@ -73,12 +82,13 @@ def _ask(page: object, question: str) -> None:
 
     asked = page.locator("[data-testid='stChatMessage']").filter(has_text=question)  # type: ignore[attr-defined]
     for _ in range(3):
-        page.wait_for_load_state("networkidle")  # type: ignore[attr-defined]
+        wait_idle(page)  # type: ignore[arg-type]
         chat = page.get_by_placeholder("Ask about this scan…")  # type: ignore[attr-defined]
         chat.fill(question)
         chat.press("Enter")
         try:
-            expect(asked.first).to_be_visible(timeout=10_000)
+            # a third of the ceiling per try: a swallowed Enter is retried, a slow rerun is waited for
+            expect(asked.first).to_be_visible(timeout=TIMEOUT_MS / 3)
             return
         except AssertionError:
             continue
@@ -166,9 +176,8 @@ def test_draft_shows_its_clock_and_cancel_stops_the_model(
         expect(page.get_by_text("No draft in progress for this scan.")).to_be_visible()
         expect(page.get_by_role("button", name="Cancel")).to_have_count(0)
         page.screenshot(path=str(ARTIFACTS / "ask-07-draft-cancelled.png"))
-        for _ in range(50):  # the server notices the hang-up at its next token
-            if llm_server.dropped:
-                break
+        deadline = time.monotonic() + TIMEOUT_MS / 1000  # the server notices the hang-up at its next token
+        while not llm_server.dropped and time.monotonic() < deadline:
             page.wait_for_timeout(100)
         assert llm_server.dropped == 1 and llm_server.streamed[-1] < len(llm_server.tokens()) - 100
         with rt.db.read_only() as s:

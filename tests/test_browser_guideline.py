@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser_support import ARTIFACTS, BROWSER_MARKS, chromium_page, served_copy
+from tests.browser_support import ARTIFACTS, BROWSER_MARKS, BROWSER_TIMEOUT_MS, chromium_page, served_copy
 from tests.test_app_support import log_in
 
 pytestmark = BROWSER_MARKS
-TIMEOUT_MS = 60_000
+TIMEOUT_MS = BROWSER_TIMEOUT_MS  # the shared ceiling (CASEBOOK_TEST_BROWSER_TIMEOUT_S); tests wait for state
 
 
 @pytest.fixture()
@@ -32,7 +32,6 @@ def qa_server(demo_kb_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 def test_guideline_answers_statements_evidence_toggle_and_refusal(qa_server: str) -> None:
     from playwright.sync_api import expect
 
-    expect.set_options(timeout=TIMEOUT_MS)  # an answer takes seconds on a busy 2-core machine
     with chromium_page(2000, TIMEOUT_MS, ARTIFACTS / "guideline-failure.png") as page:
         log_in(page, qa_server, "dr.chen")
         expect(page.get_by_role("heading", name="Scan Review")).to_be_visible()

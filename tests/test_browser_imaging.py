@@ -20,14 +20,22 @@ import pytest
 
 from core.runtime import open_runtime
 from core.settings import REPO_ROOT
-from tests.browser_support import ARTIFACTS, BROWSER_MARKS, chromium_page, open_patient, served_copy
+from tests.browser_support import (
+    ARTIFACTS,
+    BROWSER_MARKS,
+    BROWSER_TIMEOUT_MS,
+    chromium_page,
+    open_patient,
+    served_copy,
+    wait_idle,
+)
 from tests.conftest import make_settings, scan_of
 from tests.imaging_support import packaged
 from tests.test_app_support import log_in
 
 pytestmark = BROWSER_MARKS
 SHOTS = REPO_ROOT / "docs" / "screenshots" / "imaging"
-TIMEOUT_MS = 30_000
+TIMEOUT_MS = BROWSER_TIMEOUT_MS  # the shared ceiling (CASEBOOK_TEST_BROWSER_TIMEOUT_S); tests wait for state
 
 
 @pytest.fixture()
@@ -41,9 +49,7 @@ def server(demo_root: Path, tmp_path: Path) -> Iterator[tuple[str, Path]]:
 def _settle(page: Any) -> None:
     """Wait until Streamlit has replaced every stale element of the last rerun (for clean screenshots)."""
     page.wait_for_timeout(300)
-    page.wait_for_function(
-        "!document.querySelector('[data-stale=\"true\"]') && !document.querySelector('[data-testid=\"stStatusWidget\"]')"
-    )
+    wait_idle(page)
 
 
 def _shot(page: Any, name: str) -> None:
@@ -61,7 +67,6 @@ def _viewer(page: Any) -> Any:
 def test_viewer_window_scroll_prior_and_neighbour(server: tuple[str, Path]) -> None:
     from playwright.sync_api import expect
 
-    expect.set_options(timeout=TIMEOUT_MS)  # the first render builds the case index
     base, root = server
     rt = open_runtime(make_settings(root))
     copd = scan_of(rt, "rahul.mehta")

@@ -23,12 +23,12 @@ from core.kb.index.builder import kb_link
 from core.kb.spaces import DocumentSpaces, owner_key
 from core.runtime import open_runtime
 from core.store.models import AuditLog, User
-from tests.browser_support import ARTIFACTS, BROWSER_MARKS, ServedApp, chromium_page, served_copy
+from tests.browser_support import ARTIFACTS, BROWSER_MARKS, BROWSER_TIMEOUT_MS, ServedApp, chromium_page, served_copy
 from tests.conftest import make_settings
 from tests.test_app_support import log_in
 
 pytestmark = BROWSER_MARKS
-TIMEOUT_MS = 90_000
+TIMEOUT_MS = BROWSER_TIMEOUT_MS  # the shared ceiling (CASEBOOK_TEST_BROWSER_TIMEOUT_S); tests wait for state
 
 PROTOCOL = """---
 title: Riverside Demo Hospital TB Isolation Protocol
@@ -95,7 +95,6 @@ def test_a_doctor_uploads_a_document_sees_it_by_title_and_an_answer_cites_it(
     from playwright.sync_api import expect
 
     base, root = kb_app.base, kb_app.root
-    expect.set_options(timeout=TIMEOUT_MS)  # indexing on a loaded 2-core machine takes a while
     upload = tmp_path_factory.mktemp("upload") / "riverside_isolation.md"
     upload.write_text(PROTOCOL)
     with chromium_page(1800, TIMEOUT_MS, ARTIFACTS / "failure-mydocs.png") as page:

@@ -19,12 +19,12 @@ from sqlalchemy import select
 
 from core.runtime import open_runtime
 from core.store.models import Scan, UserSession
-from tests.browser_support import ARTIFACTS, BROWSER_MARKS, chromium_page, served_copy
+from tests.browser_support import ARTIFACTS, BROWSER_MARKS, BROWSER_TIMEOUT_MS, chromium_page, served_copy
 from tests.conftest import make_settings, scan_of
 from tests.test_app_support import log_in, sign_in
 
 pytestmark = BROWSER_MARKS
-TIMEOUT_MS = 30_000
+TIMEOUT_MS = BROWSER_TIMEOUT_MS  # the shared ceiling (CASEBOOK_TEST_BROWSER_TIMEOUT_S); tests wait for state
 
 
 @pytest.fixture()

@@ -63,7 +63,6 @@ def test_cancel_stops_the_model_and_saves_nothing(rt: Runtime, llm_server: FakeL
     llm_server.token_delay_s = 0.05  # 200-odd tokens: about 11 s if nothing stops it
     before = _rows(rt)
     token = CancelToken(30)
-    started = time.monotonic()
     events: list[DraftEvent] = []
     for event in stream_draft(rt, plan_draft(rt, scan_of(rt, "rahul.mehta")), make_llm(rt.settings), token,
                               tick_s=0.02):  # fmt: skip
@@ -72,7 +71,6 @@ def test_cancel_stops_the_model_and_saves_nothing(rt: Runtime, llm_server: FakeL
             token.cancel()  # the Cancel button, once the checked sections are on screen
     final = events[-1].draft
     assert final is not None and final.author == "template" and final.reason == "the model was cancelled"
-    assert time.monotonic() - started < 6
     sent = len(llm_server.tokens())
     assert llm_server.streamed and llm_server.streamed[-1] < sent - 100  # the server was stopped mid-way
     drafts, reports, outcomes = _rows(rt)
@@ -89,7 +87,7 @@ def test_a_page_rerun_closing_the_stream_hangs_up_on_the_server(rt: Runtime, llm
         if event.kind == "tick" and event.chars > 0:
             break
     events.close()  # what Streamlit's rerun does to the page's loop
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 60  # only bounds a hang: the server notices at its next token
     while llm_server.dropped == 0 and time.monotonic() < deadline:
         time.sleep(0.05)
     assert llm_server.dropped == 1 and llm_server.streamed[-1] < len(llm_server.tokens()) - 100

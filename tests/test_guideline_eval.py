@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,9 @@ from core.runtime import Runtime
 from core.settings import REPO_ROOT, Settings
 from tests.conftest import make_settings
 
+# The budget of each local-model call in the quality test: large enough for any CPU this suite runs on,
+# so the test judges what the model writes, not how fast (issue 31).
+LLM_CEILING_S = float(os.environ.get("CASEBOOK_TEST_LLM_CEILING_S", "600"))
 # 15 representative items for the slow local-LLM run: every category, 12 in-domain and 3 out-of-domain
 # (about a minute per in-domain item with one llama.cpp thread on a shared 2-core machine).
 LLM_IDS = [
@@ -155,11 +159,17 @@ def test_cli_calibrate_fits_on_train_and_reports_test(kb_root: Path, capsys: pyt
 @pytest.mark.slow
 def test_local_llm_eval_meets_every_target(kb_root: Path) -> None:
     """The default local model (llama.cpp) on 15 representative items; the patient summary uses the glossary
-    rewording to halve the run time (its LLM variant is covered over loopback in test_guideline_pipeline)."""
+    rewording to halve the run time (its LLM variant is covered over loopback in test_guideline_pipeline).
+
+    Quality, not speed: each call gets the ceiling as its budget (``LLM_CEILING_S``), so what the model
+    wrote is judged wherever it had time, on any CPU. Calls the budget still stopped are reported, not
+    counted against the model (issue 31: on a 2-core CPU without bf16 the 45 s default cut 5 of 12).
+    """
     pytest.importorskip("xllamacpp")
     from core.llm.models import default_model_path
 
-    llm = {"backend": "llamacpp", "llamacpp": {"n_ctx": 2048}, "timeout_s": 300.0}
+    llm = {"backend": "llamacpp", "llamacpp": {"n_ctx": 2048}, "timeout_s": LLM_CEILING_S,
+           "budget_guideline_s": LLM_CEILING_S}  # fmt: skip
     settings = make_settings(
         kb_root, kb={"progress": False}, llm=llm, guideline={"patient_summary": "glossary", "writer": "llm"}
     )
@@ -173,10 +183,15 @@ def test_local_llm_eval_meets_every_target(kb_root: Path) -> None:
     items = [i for i in load_eval(REPO_ROOT / settings.guideline.eval_path) if i.id in LLM_IDS]
     report = run_eval(qa, items)
     print(report.model_dump_json(indent=1))  # shown with `pytest -s`; the numbers in docs/benchmarks/guideline_qa.md
-    assert_targets(report)
+    assert_targets(report)  # safety and answer rate hold whoever wrote the bullets
     written = [o for o in report.outcomes if o.answered]
-    # The model, not the extractive fallback, wrote most answers (it may decline a few: llm_empty_fallback).
-    assert sum(o.generator == "llamacpp" for o in written) >= 0.75 * len(written)
+    stopped = [o.id for o in written if o.fallback == "BackendTimeoutError"]
+    print(f"stopped by the {LLM_CEILING_S:.0f} s budget (speed, not quality): {stopped}")
+    judged = [o for o in written if o.id not in stopped]
+    assert judged, "every call ran past the ceiling: raise CASEBOOK_TEST_LLM_CEILING_S on this machine"
+    # The model, not the extractive fallback, wrote most answers it had time for (it may decline a few:
+    # llm_empty_fallback); an error other than the budget counts against it.
+    assert sum(o.generator == "llamacpp" for o in judged) >= 0.75 * len(judged), [(o.id, o.fallback) for o in judged]
 
 
 @pytest.mark.slow

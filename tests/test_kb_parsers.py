@@ -147,7 +147,7 @@ def test_bad_xml_is_a_document_error(name: str, message: str, counter: E5TokenCo
     start = time.perf_counter()
     with pytest.raises(DocumentError, match=message):
         parse_spl((DATA / name).read_bytes(), name, "druglabels", CFG, counter)
-    assert time.perf_counter() - start < 2
+    assert time.perf_counter() - start < 60  # only bounds a hang (an expanded entity bomb never ends)
 
 
 def test_xxe_without_doctype_keyword_is_not_expanded(counter: E5TokenCounter) -> None:

@@ -87,6 +87,9 @@ class ItemOutcome(BaseModel):
     generator: str = Field(
         "", description="Who wrote the bullets: the LLM backend, or `extractive` (also on fallback)."
     )
+    fallback: str = Field(
+        "", description="Why the LLM's bullets were not used (the error's kind, e.g. `BackendTimeoutError`), or ''."
+    )
     bullets: int = 0
     unsupported: int = 0
     contaminated: bool = False
@@ -181,6 +184,7 @@ def score_item(item: EvalItem, result: QAResult, lexicon: DrugLexicon, cfg: Guid
                       route_ok=result.route == item.expected_route, answered=isinstance(result, QAAnswer))  # fmt: skip
     generate = result.trace.step("generate")
     out.generator = str(generate.detail.get("backend", "")) if generate else ""
+    out.fallback = str(generate.detail.get("error_kind") or "") if generate else ""
     if not isinstance(result, QAAnswer):
         out.reason = result.reason
         out.refused = result.stage == "policy" and result.reason == cfg.refusal_message

@@ -253,7 +253,7 @@ class GuidelineQA:
                 reply = writer.chat(bullet_prompt(question, sentences, self.cfg), max_tokens=self.cfg.llm_max_tokens)
             except BackendError as exc:
                 log.warning("guideline QA: LLM failed (%s); using the extractive composer", exc)
-                failure = {"fallback_from": self.backend, "error": str(exc)}
+                failure = {"fallback_from": self.backend, "error": str(exc), "error_kind": type(exc).__name__}
             else:
                 drafts, unknown = parse_bullets(reply.text, len(sentences))
                 drafts = list({d.text.lower(): d for d in drafts}.values())[: self.cfg.max_bullets]  # no repeats
@@ -264,7 +264,8 @@ class GuidelineQA:
                 failure = {"fallback_from": self.backend, "error": f"no bullet in the reply: {reply.text[:200]!r}"}
         drafts = extractive_bullets(question, evidence, self.cfg, slot, names)
         trace.add("generate", after=[d.text for d in drafts], backend="extractive",
-                  fallback_from=failure.get("fallback_from"), error=failure.get("error"))  # fmt: skip
+                  fallback_from=failure.get("fallback_from"), error=failure.get("error"),
+                  error_kind=failure.get("error_kind"))  # fmt: skip
         return drafts
 
     def _verify(self, drafts: list[Draft], evidence: list[Candidate], trace: Trace) -> list[Bullet]:
