@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from wordfreq import zipf_frequency
 
 from core.answer.lexicon import ConditionLexicon
-from core.answer.terms import term_evidence
+from core.answer.terms import is_rare, term_evidence
 from core.answer.understand import EVENTS
 from core.answer.vocabulary import RELATED
 
@@ -49,6 +49,7 @@ class Concept:
     words: tuple[tuple[str, ...], ...]
     negated: bool = False
     options: tuple[Concept, ...] = ()  # "foot drop / weakness": a case matches when any option does
+    clinical: bool = True  # names an event, a finding, a condition or a rare (clinical) word; else not counted
 
 
 def _stem(word: str) -> str:
@@ -86,7 +87,10 @@ def _one(phrase: str, lexicon: ConditionLexicon, negated: bool = False) -> Conce
     name = " ".join(words)
     if (entity := lexicon.surfaces.get(name)) is not None:  # "ptx", "tension pneumothorax": one condition
         return Concept(entity.name.lower(), (tuple(entity.evidence),), negated)
-    return Concept(name, tuple(_forms(w, lexicon) for w in words), negated)
+    clinical = any(
+        w in RELATED or w in lexicon.surfaces or any(w in e.cues for e in EVENTS) or is_rare(w) for w in words
+    )
+    return Concept(name, tuple(_forms(w, lexicon) for w in words), negated, (), clinical)
 
 
 def concepts_of(text: str, lexicon: ConditionLexicon) -> list[Concept]:
@@ -106,7 +110,7 @@ def concepts_of(text: str, lexicon: ConditionLexicon) -> list[Concept]:
         if len(options) == 1:
             out.append(options[0])
         elif options:
-            out.append(Concept(" or ".join(o.name for o in options), (), False, tuple(options)))
+            out.append(Concept(" or ".join(o.name for o in options), (), False, tuple(options), any(o.clinical for o in options)))
     return out
 
 

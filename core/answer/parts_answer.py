@@ -127,7 +127,8 @@ def count_concepts(u: Understanding, facts: AnswerFacts, lexicon: ConditionLexic
             if hit is not None:
                 (pos if hit else neg).append(c.case_id)
         if not pos and not neg:
-            missing.append(concept.name)
+            if concept.clinical:  # "ones like her ok" names nothing to look up: no "not recorded" for it
+                missing.append(concept.name)
             continue
         sentences.append(concept_count_sentence(concept.name, EventCount(concept.name, tuple(pos), tuple(neg), facts.n), facts))
     return sentences, missing

@@ -23,11 +23,15 @@ _ASKING = re.compile(
     r"compare|summar|tell|list|give|show|explain|ddx|px|dx)\b",
     re.I,
 )
+# A report line: "CXR: ...", "Hx: ...", "Clinical details: ...", "Prior report: ..." (a question's own "Q:" is not).
+_HEADING = re.compile(r"^\s*(?!q\b|qs\b|question\b)[a-z][a-z0-9 /.-]{0,24}:\s", re.I)
+# A question typed after an arrow or dashes under a report ("-> outcomes?", "-- ddx + sev").
+_QUESTION_MARK = re.compile(r"^\s*(?:-+>?|=+>|>+|/+|\^|\*+|q\s*:|qs\s*:)", re.I)
 # Where one question ends and the next begins inside a sentence.
 _JOINS = re.compile(
     r"\?\s*|;\s*|\s+(?:and|&|also|plus|\+)\s+(?=(?:also\s+)?(?:what|which|how|why|who|when|where|whether|is|are|was|were|did|do|does|"
     r"any|were there|can|could|should|would|will|tell|list|give|show|the (?:outcomes?|severity|prognosis|ddx|differential)|"
-    r"outcomes?|severity|prognosis|ddx|differential|similarity|prior)\b)|,\s*(?=(?:and\s+)?(?:what|which|how|why|did|were|was|any)\b)",
+    r"outcomes?|severity|prognosis|ddx|differential|similarity|prior)\b)|,\s*(?:and\s+|&\s*)?|\s+\+\s+|\s&\s",
     re.I,
 )
 
@@ -45,8 +49,12 @@ def _report_and_question(text: str) -> tuple[str | None, str]:
     sentences = [s.strip() for s in _SENTENCE.split(text.strip()) if s.strip()]
     if len(sentences) < 2:
         return None, text.strip()
-    asking = [i for i, s in enumerate(sentences) if _ASKING.search(s)]
-    looks_like_report = bool(_REPORT_HEAD.search(text)) or len(sentences) - len(asking) >= 2
+    asking = [i for i, s in enumerate(sentences) if _ASKING.search(s) and not _HEADING.match(s)]
+    if not asking and _QUESTION_MARK.match(sentences[-1]):
+        asking = [len(sentences) - 1]
+    looks_like_report = (
+        bool(_REPORT_HEAD.search(text)) or any(_HEADING.match(x) for x in sentences) or len(sentences) - len(asking) >= 2
+    )
     if not asking or not looks_like_report:
         if looks_like_report and not asking:  # a report and a bare request at the end ("thoughts")
             return " ".join(sentences[:-1]), sentences[-1]
@@ -59,6 +67,8 @@ def _report_and_question(text: str) -> tuple[str | None, str]:
 def split_question(text: str) -> Split:
     """The report and the parts of ``text`` (at least one part: the whole text when nothing splits it)."""
     report, question = _report_and_question(text)
+    question = re.sub(r"^\s*(?:-+>?|=+>|>+|/+|\^[^.?]*?\.\s*|\*+|qs?\s*:)\s*", "", question, flags=re.I)
+    question = re.sub(r"\b\d\)\s*", "; ", question)  # "1) outcomes 2) how many had BCR"
     pieces = [p.strip(" ,.;:-") for p in _JOINS.split(question)]
     parts = [p for p in pieces if re.search(r"[A-Za-z]{2,}", p or "")]
     return Split(report, tuple(parts) or (question.strip(),))

@@ -25,7 +25,7 @@ from wordfreq import top_n_list, zipf_frequency
 
 from core.answer.vocabulary import RELATED
 
-__all__ = ["clinical_terms", "is_rare", "term_evidence"]
+__all__ = ["clinical_terms", "correct_english", "is_rare", "term_evidence"]
 
 # Zipf frequency below which a word is rare in English (about 1 per million words = 3.0).
 RARE_ZIPF = 3.0
@@ -36,6 +36,28 @@ _COMMON_ZIPF = 4.0
 def _common_words() -> tuple[str, ...]:
     """The most frequent English words (to tell a misspelling from a rare clinical term)."""
     return tuple(w for w in top_n_list("en", 12000) if w.isalpha() and len(w) >= 3 and zipf_frequency(w, "en") >= _COMMON_ZIPF)
+
+
+@cache
+def _english_words() -> tuple[str, ...]:
+    """The 100,000 most frequent English words (alphabetic, at least 5 letters), most frequent first."""
+    return tuple(w for w in top_n_list("en", 100000) if w.isalpha() and len(w) >= 5)
+
+
+def correct_english(token: str) -> str:
+    """``token`` when English knows it, else the most frequent English word one edit away (two from 9 letters).
+
+    Catches misspelt clinical words the question vocabulary does not list ("amyliod" -> "amyloid",
+    "perforaton" -> "perforation"); short tokens and abbreviations are left alone.
+    """
+    if len(token) < 5 or not token.isalpha() or zipf_frequency(token, "en") > 0:
+        return token
+    limit = 1 if len(token) < 9 else 2
+    hits = process.extract(token, _english_words(), scorer=OSA.distance, score_cutoff=limit, limit=5)
+    if not hits:
+        return token
+    best = min(h[1] for h in hits)
+    return str(min((h for h in hits if h[1] == best), key=lambda h: h[2])[0])  # the most frequent at that distance
 
 
 def is_rare(word: str) -> bool:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from core.answer.cues import CUES, SHORT_WORDS, SHORTHAND, Intent
+from core.answer.terms import correct_english
 from core.answer.lexicon import AMBIGUOUS_ABBREVIATIONS, ConditionLexicon, Entity, correct_token, default_lexicon
 
 __all__ = ["COMMON", "EVENTS", "SEVERITIES", "Event", "Intent", "Understanding", "cue_intent", "normalise", "understand"]
@@ -159,6 +160,8 @@ def normalise(question: str, lexicon: ConditionLexicon | None = None) -> tuple[s
         if word == tok and tok not in known and "-" not in tok:
             # A disease-shaped word is corrected only to a whole condition name, never to part of one.
             fixed = correct_token(tok, lex.single_words if _SUFFIX.search(tok) else vocab)
+            if fixed == tok:
+                fixed = correct_english(tok)  # a misspelt word outside the vocabulary ("amyliod")
             if fixed != tok:
                 corrected[tok] = fixed
                 word = fixed
