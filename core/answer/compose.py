@@ -225,7 +225,7 @@ def compose(
         off = AskAnswer(answer=OFF_TOPIC, citedCaseIds=[], confidence="low")
         return Composed(off, "off_topic", "refused", "the question is not about this scan", None, first, reading)
     lexicon = (reader.lexicon if reader else None) or default_lexicon()
-    parts = [answer_part(u, facts, _body(u, facts), conds, lexicon) for u in reading.parts if u.intent != "off_topic"]
+    parts = [answer_part(u, facts, _body(u, facts), conds, lexicon, question) for u in reading.parts if u.intent != "off_topic"]
     intent = _main_intent(reading)
     if all(p.kind == "treatment" for p in parts):
         in_scope = any(p.in_scope for p in parts)

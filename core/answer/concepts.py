@@ -34,11 +34,13 @@ _FRAME = frozenset(
         "similar cases case pts patients patient pt people ones folks matches match matched neighbours neighbors "
         "comparable retrieved them they these those their among there it its this that eyes men women lesions "
         "sim cohort group so than or also and please tell me you us list overall total just really still ever scan scans study studies image images imaging this current like look looks looked "
-        "months month years year weeks week days day mo mos yr yrs wk wks m y d w"
+        "months month years year weeks week days day mo mos yr yrs wk wks m y d w his her him he she i we my our your "
+        "would could able kindly tell please you me whether whats what's if mind know give let see"
     )
 )
+_SPECIFIC_ZIPF = 4.2  # below this a word is specific enough to be looked up (pregnant 3.9, drain 3.6; lunch, ok above)
 _TIME = re.compile(r"\b\d+\s*-?\s*(?:m|mo|mos|month|months|y|yr|yrs|year|years|w|wk|wks|week|weeks|d|day|days)\b")
-_NEGATED = re.compile(r"\b(?:no|without|free of|never)\s+([a-z -]+)|\b([a-z]+)[ -]free\b")
+_NEGATED = re.compile(r"\b(?:no|without|free of|never)\s+([a-z -]+)|\b([a-z]+)[ -]free\b(?! of)")
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,7 @@ class Concept:
     negated: bool = False
     options: tuple[Concept, ...] = ()  # "foot drop / weakness": a case matches when any option does
     clinical: bool = True  # names an event, a finding, a condition or a rare (clinical) word; else not counted
+    event: bool = False  # an outcome event or procedure (admission, death, surgery), not a condition or finding
 
 
 def _stem(word: str) -> str:
@@ -64,6 +67,11 @@ def _ordinary(word: str, lexicon: ConditionLexicon) -> bool:
     if word in RELATED or word in lexicon.surfaces or any(word in e.cues for e in EVENTS):
         return False
     return zipf_frequency(word, "en") >= 5.0
+
+
+def _specific(word: str) -> bool:
+    """A word specific enough to name a finding ("pregnant", "smokers", "drain", "curb-65"), not everyday English."""
+    return bool(re.search(r"\d", word)) or zipf_frequency(word, "en") < _SPECIFIC_ZIPF or is_rare(word)
 
 
 def _forms(word: str, lexicon: ConditionLexicon) -> tuple[str, ...]:
@@ -81,27 +89,39 @@ def _forms(word: str, lexicon: ConditionLexicon) -> tuple[str, ...]:
 
 
 def _one(phrase: str, lexicon: ConditionLexicon, negated: bool = False) -> Concept | None:
-    words = [w for w in re.findall(r"[a-z][a-z+]*", phrase) if w not in _FRAME and len(w) > 1]
+    for e in EVENTS:  # "new lesions", "intensive care", "lose vision": a multi-word event cue names the event
+        if any(" " in c and re.search(rf"\b{re.escape(c)}\b", phrase) for c in e.cues):
+            return Concept(e.name, (e.stems,), negated, (), True, True)
+    words = [w for w in re.findall(r"[a-z][a-z0-9+]*(?:-[a-z0-9]+)*", phrase) if w not in _FRAME and len(w) > 1]
     if not words or all(_ordinary(w, lexicon) for w in words):
         return None
     name = " ".join(words)
+    for e in EVENTS:
+        if name in e.cues:
+            return Concept(e.name, (e.stems,), negated, (), True, True)
     if (entity := lexicon.surfaces.get(name)) is not None:  # "ptx", "tension pneumothorax": one condition
         return Concept(entity.name.lower(), (tuple(entity.evidence),), negated)
     clinical = any(
-        w in RELATED or w in lexicon.surfaces or any(w in e.cues for e in EVENTS) or is_rare(w) for w in words
+        w in RELATED or w in lexicon.surfaces or any(w in e.cues for e in EVENTS) or _specific(w) for w in words
     )
-    return Concept(name, tuple(_forms(w, lexicon) for w in words), negated, (), clinical)
+    event = any(w in RELATED or any(w in e.cues for e in EVENTS) for w in words) and not any(
+        w in lexicon.surfaces for w in words
+    )
+    return Concept(name, tuple(_forms(w, lexicon) for w in words), negated, (), clinical, event)
 
 
 def concepts_of(text: str, lexicon: ConditionLexicon) -> list[Concept]:
     """The concepts a normalised count question counts (empty when it names none)."""
-    body = _TIME.sub(" ", text.replace("-", " - "))
+    body = _TIME.sub(" ", re.sub(r"-(free)\b", r" \1", text))
     out: list[Concept] = []
     for piece in re.split(r"\bversus\b|\bvs\b|,|;|\band\b", body):
         piece = piece.strip()
         neg = _NEGATED.search(piece)
         if neg:
             target = (neg.group(1) or neg.group(2) or "").strip()
+            if target in {"disease", "event", "events", "relapse"}:  # "disease-free": no recurrence, relapse or progression
+                out.append(Concept("no recurrence or progression", (("recurrence", "recurred", "relapse", "progression"),), True))
+                continue
             c = _one(target, lexicon, negated=True)
             if c is not None:
                 out.append(Concept(f"no {c.name}", c.words, True))
@@ -110,7 +130,8 @@ def concepts_of(text: str, lexicon: ConditionLexicon) -> list[Concept]:
         if len(options) == 1:
             out.append(options[0])
         elif options:
-            out.append(Concept(" or ".join(o.name for o in options), (), False, tuple(options), any(o.clinical for o in options)))
+            out.append(Concept(" or ".join(o.name for o in options), (), False, tuple(options),
+                               any(o.clinical for o in options), all(o.event for o in options)))  # fmt: skip
     return out
 
 

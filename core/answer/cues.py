@@ -41,6 +41,7 @@ SHORTHAND: tuple[tuple[str, str], ...] = (
     (r"\bno\.\s*(?:of\b)?", " number of "),
     (r"\bvs\.?\b", " versus "),
     (r"\b5-?yr\b", " five year "),
+    (r"(?<=[a-z])\s*/\s*(?=[a-z])", " or "),  # "foot drop / weakness", "age/sex": alternatives
 )
 # Shorthand words and chat spellings -> what they stand for.
 SHORT_WORDS: dict[str, str] = {
@@ -72,7 +73,7 @@ CUES: tuple[tuple[Intent, str], ...] = (
         r"excision|excise|margins?|dmt|disease-modifying|regimen|candidate for|next step|operat\w*|"
         r"(?:should|shall|can|do) (?:we|i|he|she|they) (?:start|give|go on|insert|use|stop|continue|switch)|"
         r"should (?:he|she|they|the patient) (?:go on|be (?:given|started|put))|what should we give|"
-        r"recommendations? for (?:this|the) patient|\w+(?:mab|nib|cillin|mycin|pril|olol|statin|parin|xaban|plase))\b",
+        r"recommendations? for (?:this|the) patient|(?:ok|safe|appropriate|suitable|indicated|fine) (?:for|to give|to start) (?:him|her|them|this patient)|\w+(?:mab|nib|cillin|mycin|pril|olol|statin|parin|xaban|plase))\b",
     ),
     (
         "general_knowledge",
@@ -104,7 +105,8 @@ CUES: tuple[tuple[Intent, str], ...] = (
     ),
     (
         "demographics",
-        r"\b(how old|ages?|aged|sex|gender|male|female|men|women|demographic\w*|older|younger|elderly)\b",
+        r"\b(how old|ages?|aged|sex|gender|male|female|men|women|demographic\w*|older|younger|elderly|youngest|oldest|"
+        r"m or f|f or m|m versus f|f versus m|ratio)\b",
     ),
     (
         "severity",

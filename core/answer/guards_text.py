@@ -24,7 +24,7 @@ _INJECTION = re.compile(
     r"restrictions?|guard\w*|prompt|missing data)\b|\bsystem\s*(?:override|prompt)?\s*:|#+\s*system|\badmin(?:istrator)? mode\b|"
     r"\bdeveloper mode\b|\bnew (?:instruction|policy|task|rule)s?\b|</?\s*(?:context|system|instructions?)\s*>|"
     r"\byou are now\b|\brules? (?:are |is )?(?:suspended|lifted|disabled|off)\b|\bi authori[sz]e you\b|"
-    r"\b(?:dosage|dosing|emergency|god|jailbreak) mode\b|\bjailbreak\b|\bpretend (?:you|to)\b|\bfloor disabled\b)",
+    r"\b(?:dosage|dosing|emergency|god|jailbreak) mode\b|\b(?:reply|respond|answer|output) (?:only )?with\b|\boutput (?:only|just)\b|\bjailbreak\b|\bpretend (?:you|to)\b|\bfloor disabled\b)",
     re.I,
 )
 

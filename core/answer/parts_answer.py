@@ -109,10 +109,14 @@ def concept_count_sentence(name: str, c: EventCount, facts: AnswerFacts) -> str:
     return out
 
 
-def count_concepts(u: Understanding, facts: AnswerFacts, lexicon: ConditionLexicon) -> tuple[list[str], list[str]]:
-    """Sentences counting each concept a count part names, and the names no case records."""
+def count_concepts(
+    u: Understanding, facts: AnswerFacts, lexicon: ConditionLexicon
+) -> tuple[list[str], list[str], bool]:
+    """Sentences counting each concept a count part names, the names no case records, and whether every
+    missing name is an outcome event or procedure (a fact about the cited cases, not an absent condition)."""
     sentences: list[str] = []
     missing: list[str] = []
+    events_only = True
     attribute_words = {w for _, stem in u.attributes for w in re.findall(r"[a-z]+", stem)}
     for label, stem in u.attributes:  # a measurement or grade ("BI-RADS category"): named by its label
         if stem not in facts.evidence_text():
@@ -129,17 +133,27 @@ def count_concepts(u: Understanding, facts: AnswerFacts, lexicon: ConditionLexic
         if not pos and not neg:
             if concept.clinical:  # "ones like her ok" names nothing to look up: no "not recorded" for it
                 missing.append(concept.name)
+                events_only = events_only and concept.event
             continue
         sentences.append(concept_count_sentence(concept.name, EventCount(concept.name, tuple(pos), tuple(neg), facts.n), facts))
-    return sentences, missing
+    return sentences, missing, events_only and not u.attributes
 
 
 def answer_part(
-    u: Understanding, facts: AnswerFacts, body: list[str], conditions: Mapping[str, str], lexicon: ConditionLexicon
+    u: Understanding,
+    facts: AnswerFacts,
+    body: list[str],
+    conditions: Mapping[str, str],
+    lexicon: ConditionLexicon,
+    question: str = "",
 ) -> PartAnswer:
-    """The part's answer; ``body`` is what the intent alone answers (from the composer)."""
+    """The part's answer; ``body`` is what the intent alone answers (from the composer).
+
+    ``question`` is the whole question: a treatment part is in Guideline QA's scope when the
+    question (or the AI reading) names a condition Guideline QA covers.
+    """
     if u.intent == "treatment":
-        scope = covered_by_guidelines(u.text, facts.ai_diagnosis, conditions)
+        scope = covered_by_guidelines(f"{question} {u.text}", facts.ai_diagnosis, conditions)
         said = pointer(bool(scope), conditions)
         return PartAnswer("treatment", (said,), said, bool(scope))
     if u.intent == "general_knowledge":
@@ -148,14 +162,18 @@ def answer_part(
         return PartAnswer("general", (), reason)
     sentences: list[str] = []
     if u.intent == "count" and u.severity is None:
-        counted, missing = count_concepts(u, facts, lexicon)
-        if missing and not counted:
+        counted, missing, events_only = count_concepts(u, facts, lexicon)
+        if missing and not counted and not events_only:  # an absent condition or finding: nothing to count over
             return PartAnswer("not_recorded", (not_recorded_sentence(missing, facts),), not_recorded_sentence(missing, facts))
         sentences += counted
         if missing:
             sentences.append(not_recorded_sentence(missing, facts))
         sentences += body
         return _with_caveat(u, sentences)
+    if u.intent in {"outcomes", "prediction", "summary"}:  # "died vs recovered vs recurred": counted too
+        counted, _, _ = count_concepts(u, facts, lexicon)
+        same = f"{facts.n} of {facts.n} similar cases record {facts.ai_diagnosis.lower()}"
+        sentences += [c for c in counted if not c.startswith(same)]
     present, missing = present_concepts(u, facts)
     named = bool(u.entities or u.unknown or u.terms or u.attributes)
     if missing and not present and named and u.intent in {"differential", "summary", "severity"} | (

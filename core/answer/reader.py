@@ -56,10 +56,12 @@ _ACTION = re.compile(
     r"(?:what|which) (?:treatment|therapy|drug|antibiotic|dose|dosage|regimen|management|medication)|"
     r"how (?:should|do|would) (?:we|i|you) (?:treat|manage)|how to (?:treat|manage)|treat (?:this|him|her|it)|"
     r"manage (?:this|him|her|it)|(?:dose|dosing|dosage) of|recommend\w*|next step|plan for|candidate for|"
-    r"what to (?:do|give|start)|give (?:him|her|them)|start (?:him|her|them|on)|for (?:this|the) patient)\b"
+    r"what to (?:do|give|start)|give (?:him|her|them)|start (?:him|her|them|on)|for (?:this|the) patient|"
+    r"(?:ok|safe|appropriate|suitable|indicated|fine) (?:for|to give|to start) (?:him|her|them))\b"
 )
 _DRUG = re.compile(r"\b(\w+(?:mab|nib|cillin|mycin|pril|olol|statin|parin|xaban|plase|azole|floxacin)|doses?|dosing|mg)\b")
 _PAST_CASES = re.compile(r"\b(they|them|similar|cases?|others?|patients|those|these|any (?:of|one)|how many|were|did)\b")
+_ASKS = re.compile(r"^(?:and |also )*(?:what|which|how|why|who|when|where|is|are|was|were|do|does|did|can|could|should|would|will|shall)\b")
 _NO_ASK = re.compile(r"^(?:and |also |or )*(?:[a-z-]+(?: |$)){0,6}$")
 
 
@@ -140,7 +142,7 @@ def _merge_fragments(parts: list[str], lexicon: ConditionLexicon) -> list[str]:
     held = ""  # a first fragment joins the part after it ("ADT? degarelix dose?")
     for i, part in enumerate(parts):
         text = normalise(part, lexicon)[0]
-        fragment = cue_intent(text) == "summary" and bool(_NO_ASK.match(text)) and not any(
+        fragment = cue_intent(text) == "summary" and bool(_NO_ASK.match(text)) and not _ASKS.match(text) and not any(
             re.search(rf"\b{re.escape(c)}\b", text) for e in EVENTS for c in e.cues
         )
         if fragment and out:

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from core.answer.cues import CUES, SHORT_WORDS, SHORTHAND, Intent
-from core.answer.terms import correct_english
 from core.answer.lexicon import AMBIGUOUS_ABBREVIATIONS, ConditionLexicon, Entity, correct_token, default_lexicon
+from core.answer.terms import correct_english
 
 __all__ = ["COMMON", "EVENTS", "SEVERITIES", "Event", "Intent", "Understanding", "cue_intent", "normalise", "understand"]
 
@@ -48,7 +48,8 @@ EVENTS: tuple[Event, ...] = (
     Event("recovery", ("recovered", "recover", "recovery", "got better"), ("recover",)),
     Event("stable course", ("stable", "stayed stable", "no change", "unchanged"), ("stable", "no change")),
     Event("perforation", ("perforated", "perforation", "perf"), ("perforat",)),
-    Event("vision loss", ("vision loss", "lost vision", "blind", "blindness"), ("vision loss", "vision reduced")),
+    Event("vision loss", ("vision loss", "lost vision", "lose vision", "loses vision", "losing vision", "lose sight",
+                          "loses sight", "lost sight", "blind", "blindness", "go blind"), ("vision loss", "vision reduced")),
 )
 SEVERITIES = ("critical", "high", "moderate", "low")
 

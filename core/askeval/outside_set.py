@@ -182,8 +182,12 @@ def run_outside(rt: Runtime, items: list[dict[str, Any]], scans: dict[tuple[str,
         allowed = (allowed_numbers(result.bundle) if result.bundle else set()) | (res.facts.numbers() if res.facts else set())
         invented = _invented(a.answer, result, allowed) if res.path != "fixed" else ()
         invalid = len(set(a.citedCaseIds) - set(result.case_ids))
+        # a fixed answer cites nothing; its reason names the cases it looked at ("not recorded in ... (HC-...)")
+        named = a.citedCaseIds or [m.group(0) for m in CASE_ID_RE.finditer(shown) if m.group(0) in result.case_ids]
+        if not a.citedCaseIds and result.bundle is not None and "not recorded in the evidence" in shown:
+            named = named or list(result.case_ids)
         for part in item["parts"]:
-            ok, why = score_part(part, shown, result, a.citedCaseIds, res.guideline_question, item["question"])
+            ok, why = score_part(part, shown, result, list(dict.fromkeys(named)), res.guideline_question, item["question"])
             out.append(PartResult(item["id"], item["split"], part["intent"], part["expect"]["behaviour"], ok,
                                   res.intent, seconds / len(item["parts"]), invalid, invented, shown, part["text"], why))  # fmt: skip
     return out
