@@ -122,7 +122,7 @@ def count_concepts(
         if stem not in facts.evidence_text():
             missing.append(label)
     for concept in concepts_of(u.text, lexicon):
-        if attribute_words & set(concept.name.split()):
+        if attribute_words & set(re.findall(r"[a-z]+", concept.name)):
             continue
         pos: list[str] = []
         neg: list[str] = []
