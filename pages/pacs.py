@@ -28,14 +28,17 @@ st.title("PACS")
 st.caption(DEMO_NOTICE)
 rt = get_runtime()
 cfg = rt.settings.pacs
-if not cfg.url:
+if not (cfg.url if cfg.protocol == "dicomweb" else cfg.dimse_host):
     st.info("No PACS is configured. Set pacs.url and pacs.username (docs/INTEGRATION.md).", icon="🏥")
     st.stop()
 
-from core.pacs.client import PacsClient, StudyQuery, endpoint_label  # noqa: E402  (after the configuration check)
+from core.pacs.client import StudyQuery, endpoint_label, make_client  # noqa: E402  (after the configuration check)
 from core.pacs.imports import import_studies, linked  # noqa: E402
 
-st.caption(f"Studies from {inert(endpoint_label(cfg.url))} over DICOMweb; identifying data is removed on the way in.")
+where = endpoint_label(cfg.url) if cfg.protocol == "dicomweb" else f"{cfg.dimse_host}:{cfg.dimse_port:d}"
+st.caption(
+    f"Studies from {inert(where)} over {inert(cfg.protocol.upper())}; identifying data is removed on the way in."
+)
 studies_tab, reports_tab = st.tabs(["Studies", "Reports to the PACS"])
 
 
@@ -62,14 +65,14 @@ with studies_tab:
         bar = st.progress(0.0, text="Searching…")
         query = StudyQuery(name, pid, _day(since), _day(until), modality, accession)
         try:
-            st.session_state[HITS] = PacsClient(cfg).search_studies(query, progress=lambda f, m: _show(bar, f, m))
+            st.session_state[HITS] = make_client(cfg).search_studies(query, progress=lambda f, m: _show(bar, f, m))
         except CasebookError as exc:
             st.session_state.pop(HITS, None)
             show_error("The PACS search failed", exc)
         bar.empty()
     hits = st.session_state.get(HITS)
     if hits is not None:
-        done = linked(rt.settings, rt.db, PacsClient(cfg), [h.study_uid for h in hits]) if hits else {}
+        done = linked(rt.settings, rt.db, make_client(cfg), [h.study_uid for h in hits]) if hits else {}
         st.subheader(f"Studies found: {len(hits):d}")
         chosen = []
         for i, h in enumerate(hits):
@@ -89,7 +92,7 @@ with studies_tab:
             bar = st.progress(0.0, text="Starting…")
             try:
                 outcomes = import_studies(
-                    rt.settings, rt.db, PacsClient(cfg), chosen, actor_id=user.id,
+                    rt.settings, rt.db, make_client(cfg), chosen, actor_id=user.id,
                     anatomy=None if anatomy == FROM_HEADERS else anatomy, confirm_burned_in=confirmed,
                     progress=lambda f, m: _show(bar, f, m),
                 )  # fmt: skip

@@ -11,11 +11,15 @@
 #      password in a 0600 file): nothing of the system's /etc/orthanc or /var/lib/orthanc is used;
 #   3. Orthanc started on $CASEBOOK_ORTHANC_PORT with authentication on, remote access refused
 #      (Orthanc 1.10 has no bind-address option: it accepts loopback clients only and answers 403
-#      to any other), the DIMSE listener off, and only the DICOMweb plug-in loaded.
+#      to any other), and only the DICOMweb plug-in loaded; its DIMSE listener (AE title
+#      CASEBOOKPACS, port $CASEBOOK_ORTHANC_DICOM_PORT) answers only the calling AE title CASEBOOK
+#      from 127.0.0.1 (DicomCheckModalityHost), never an unknown AE.
+# A running Orthanc whose configuration differs from the one written here is restarted.
 # Not root: prints the URL only if such a server is already running, else a message and exit 0.
 set -euo pipefail
 
 PORT="${CASEBOOK_ORTHANC_PORT:-8642}"
+DICOM_PORT="${CASEBOOK_ORTHANC_DICOM_PORT:-4342}"
 ROOT="${CASEBOOK_ORTHANC_ROOT:-/tmp/casebook-orthanc}"
 USER_NAME=casebook
 PLUGIN=/usr/share/orthanc/plugins/libOrthancDicomWeb.so
@@ -28,12 +32,11 @@ ready() {
       >/dev/null 2>&1
 }
 
-if ready; then
-  url
-  exit 0
-fi
-
 if [ "$(id -u)" != 0 ]; then
+  if ready; then
+    url
+    exit 0
+  fi
   say "not root: cannot install or start a private Orthanc; PACS tests will be skipped."
   exit 0
 fi
@@ -46,6 +49,7 @@ if [ ! -x /usr/sbin/Orthanc ] || [ ! -f "$PLUGIN" ] || ! command -v curl >/dev/n
 fi
 
 mkdir -p "$ROOT/db"
+OLD_CONFIG=$(cat "$ROOT/orthanc.json" 2>/dev/null || true)
 chmod 700 "$ROOT"
 if [ ! -s "$ROOT/password" ]; then
   (umask 077 && head -c 18 /dev/urandom | base64 | tr -d '/+=' >"$ROOT/password")
@@ -62,7 +66,20 @@ PASSWORD=$(cat "$ROOT/password")
   "RemoteAccessAllowed": false,
   "AuthenticationEnabled": true,
   "RegisteredUsers": {"$USER_NAME": "$PASSWORD"},
-  "DicomServerEnabled": false,
+  "DicomServerEnabled": true,
+  "DicomAet": "CASEBOOKPACS",
+  "DicomPort": $DICOM_PORT,
+  "DicomCheckCalledAet": true,
+  "DicomCheckModalityHost": true,
+  "DicomAlwaysAllowEcho": false,
+  "DicomAlwaysAllowFind": false,
+  "DicomAlwaysAllowGet": false,
+  "DicomAlwaysAllowMove": false,
+  "DicomAlwaysAllowStore": false,
+  "DicomModalities": {
+    "casebook": {"AET": "CASEBOOK", "Host": "127.0.0.1", "Port": 104, "AllowEcho": true, "AllowFind": true,
+                 "AllowGet": true, "AllowMove": false, "AllowStore": true}
+  },
   "HttpDescribeErrors": false,
   "StableAge": 2,
   "DicomWeb": {"Enable": true, "Root": "/dicom-web/", "EnableWado": false, "Host": "127.0.0.1:$PORT", "Ssl": false}
@@ -70,10 +87,18 @@ PASSWORD=$(cat "$ROOT/password")
 EOF
 )
 
+if ready && [ "$OLD_CONFIG" = "$(cat "$ROOT/orthanc.json")" ]; then
+  url
+  exit 0
+fi
 if [ -f "$ROOT/orthanc.pid" ] && kill -0 "$(cat "$ROOT/orthanc.pid")" 2>/dev/null; then
-  say "an Orthanc from $ROOT is running but does not answer; restarting it"
-  kill "$(cat "$ROOT/orthanc.pid")" || true
-  sleep 1
+  say "restarting the Orthanc from $ROOT (its configuration changed, or it does not answer)"
+  OLD_PID=$(cat "$ROOT/orthanc.pid")
+  kill "$OLD_PID" || true
+  for _ in $(seq 1 60); do  # it must let go of its index and ports first (a few seconds)
+    kill -0 "$OLD_PID" 2>/dev/null || break
+    sleep 0.5
+  done
 fi
 if curl -s -m 2 -o /dev/null "http://127.0.0.1:${PORT}/" 2>/dev/null; then
   say "port $PORT is taken by another server; set CASEBOOK_ORTHANC_PORT to a free port. PACS tests will be skipped."

@@ -157,3 +157,7 @@ class FakeEndpoint:
         """Stop the server."""
         self.server.shutdown()
         self.server.server_close()
+
+
+DIMSE_PORT = int(os.environ.get("CASEBOOK_ORTHANC_DICOM_PORT", "4342"))  # scripts/orthanc_setup.sh's default
+DIMSE_AET = "CASEBOOKPACS"  # the test Orthanc's AE title; it admits only CASEBOOK from 127.0.0.1

@@ -19,14 +19,24 @@ from fhir.resources.R4B.bundle import Bundle
 from sqlalchemy import func, select
 
 from core.errors import AccessDeniedError, PacsAuthError, PacsUnreachableError
-from core.pacs.client import PacsClient, StudyQuery
+from core.pacs.client import PacsClient, StudyQuery, make_client
 from core.pacs.export import export_report, queued_exports, resend_queued
 from core.pacs.imports import import_studies, sync
 from core.reports import DraftText, amend_report, save_draft, sign_draft
 from core.runtime import Runtime, open_runtime
+from core.settings import Settings
 from core.store.models import AuditLog, ImageIdentityMap, ImageSeries, PacsStudyLink, Report, Scan, User
 from tests.conftest import make_settings, run_cli
-from tests.pacs_support import Orthanc, PacsStudy, leaks, make_study, orthanc_or_skip, tree_text
+from tests.pacs_support import (
+    DIMSE_AET,
+    DIMSE_PORT,
+    Orthanc,
+    PacsStudy,
+    leaks,
+    make_study,
+    orthanc_or_skip,
+    tree_text,
+)
 
 pytestmark = pytest.mark.pacs
 PW_ENV = "CASEBOOK_TEST_PACS_PASSWORD"
@@ -261,3 +271,41 @@ def test_command_line_search_import_export_queue(rt: Runtime, tmp_path: Path, mo
     queue = run_cli(tmp_path, "pacs", "queue", "--json")
     assert queue.returncode == 0 and json.loads(queue.stdout) == []
     assert len(_srs(rt, study.study_uid)) == 1
+
+
+def _dimse(rt: Runtime, **changes: object) -> Settings:
+    pacs = rt.settings.pacs.model_copy(
+        update={"protocol": "dimse", "dimse_host": "127.0.0.1", "dimse_port": DIMSE_PORT, "called_aet": DIMSE_AET,
+                "retries": 1, **changes}
+    )  # fmt: skip
+    return rt.settings.model_copy(update={"pacs": pacs})
+
+
+def test_dimse_find_get_store_round_trip(rt: Runtime, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    doctor = _user(rt, "dr.pacs")
+    settings = _dimse(rt)
+    dimse = make_client(settings.pacs)
+    study = make_study("MR_small.dcm")
+    dimse.store(study.datasets)  # C-STORE in, as a modality would
+    hits = dimse.search_studies(StudyQuery(patient_id=study.patient_id))
+    assert [(h.study_uid, h.patient_name) for h in hits] == [(study.study_uid, study.patient_name)]
+    (o,) = import_studies(settings, rt.db, dimse, [study.study_uid], actor_id=doctor, anatomy="brain")
+    assert o.status == "imported" and o.images == 1 and o.scan_id
+    report = _sign(rt, o.scan_id, doctor, "Normal brain MR.")
+    assert [x.status for x in export_report(settings, rt.db, report, actor_id=doctor, targets=("sr",))] == ["sent"]
+    (sr,) = _srs(rt, study.study_uid)  # read back over DICOMweb
+    assert sr.StudyInstanceUID == study.study_uid and "Normal brain MR." in _texts(sr)
+    assert leaks(caplog.text, study) == [] and leaks(tree_text(tmp_path / "data"), study) == []
+    # the same study over DICOMweb is recognised as imported (the link does not depend on the route)
+    assert [x.status for x in import_studies(rt.settings, rt.db, _client(rt), [study.study_uid], actor_id=doctor)] == [
+        "skipped"
+    ]
+
+
+def test_dimse_unknown_ae_title_and_closed_port_are_typed(rt: Runtime) -> None:
+    with pytest.raises(PacsAuthError) as err:
+        make_client(_dimse(rt, calling_aet="INTRUDER").pacs).search_studies(StudyQuery())
+    assert "rejected the association" in str(err.value) and "calling_aet" in err.value.hint
+    with pytest.raises(PacsUnreachableError):
+        make_client(_dimse(rt, dimse_port=9).pacs).search_studies(StudyQuery())

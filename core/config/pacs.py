@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 
@@ -14,12 +15,28 @@ __all__ = ["PacsSettings"]
 class PacsSettings(Group):
     """Where studies come from (DICOMweb) and where signed reports go (STOW-RS, FHIR). Secrets are never settings."""
 
+    protocol: Literal["dicomweb", "dimse"] = Field(
+        "dicomweb",
+        description="How Casebook talks to the PACS: `dicomweb` (QIDO-RS/WADO-RS/STOW-RS at `url`) or `dimse` "
+        "(C-FIND/C-GET/C-STORE at `dimse_host`:`dimse_port`, with pynetdicom). docs/INTEGRATION.md.",
+    )
     url: str | None = Field(
         None,
         description="DICOMweb base URL of the PACS (QIDO-RS, WADO-RS and STOW-RS under it), e.g. "
         "`https://pacs.example.org/dicom-web`; empty turns PACS import and SR export off. Credentials never go here.",
     )
     username: str | None = Field(None, description="User name for HTTP basic authentication at the PACS.")
+    dimse_host: str | None = Field(None, description="Host of the PACS's DIMSE service (protocol `dimse`).")
+    dimse_port: int = Field(104, ge=1, le=65535, description="Port of the PACS's DIMSE service.")
+    called_aet: str = Field(
+        "", max_length=16, description="AE title of the PACS (DIMSE), as its administrator gave it."
+    )
+    calling_aet: str = Field(
+        "CASEBOOK", min_length=1, max_length=16, description="Casebook's own AE title (DIMSE); the PACS must know it."
+    )
+    dimse_tls: bool = Field(
+        False, description="DICOM TLS for DIMSE (the PACS's certificate verified against `ca_bundle` or the system's)."
+    )
     password_env: str = Field(
         "CASEBOOK_PACS_PASSWORD",
         description="Name of the environment variable holding the PACS password (the password itself is never "

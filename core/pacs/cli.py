@@ -37,10 +37,10 @@ def _query(args: argparse.Namespace) -> object:
 
 
 def _search(args: argparse.Namespace) -> int:
-    from core.pacs.client import PacsClient
+    from core.pacs.client import make_client
 
     settings = settings_from_args(args)
-    hits = PacsClient(settings.pacs).search_studies(_query(args))  # type: ignore[arg-type]
+    hits = make_client(settings.pacs).search_studies(_query(args))  # type: ignore[arg-type]
     emit(
         [asdict(h) for h in hits] if args.json else [f"{h.date} {h.modalities:6} {h.study_uid}" for h in hits],
         args.json,
@@ -49,14 +49,14 @@ def _search(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
-    from core.pacs.client import PacsClient
+    from core.pacs.client import make_client
     from core.pacs.imports import doctor_id, import_studies
     from core.runtime import open_runtime
 
     rt = open_runtime(settings_from_args(args))
     actor = doctor_id(rt.db, args.doctor)
     out = import_studies(
-        rt.settings, rt.db, PacsClient(rt.settings.pacs), args.study_uids, actor_id=actor, anatomy=args.anatomy,
+        rt.settings, rt.db, make_client(rt.settings.pacs), args.study_uids, actor_id=actor, anatomy=args.anatomy,
         confirm_burned_in=args.confirm_burned_in, progress=_progress(),  # type: ignore[arg-type]
     )  # fmt: skip
     emit([asdict(o) for o in out], args.json)
@@ -64,14 +64,14 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _sync(args: argparse.Namespace) -> int:
-    from core.pacs.client import PacsClient
+    from core.pacs.client import make_client
     from core.pacs.imports import doctor_id, sync
     from core.runtime import open_runtime
 
     rt = open_runtime(settings_from_args(args))
     actor = doctor_id(rt.db, args.doctor)
     out = sync(
-        rt.settings, rt.db, PacsClient(rt.settings.pacs), _query(args), actor_id=actor,  # type: ignore[arg-type]
+        rt.settings, rt.db, make_client(rt.settings.pacs), _query(args), actor_id=actor,  # type: ignore[arg-type]
         anatomy=args.anatomy, progress=_progress(),  # type: ignore[arg-type]
     )  # fmt: skip
     emit([asdict(o) for o in out], args.json)

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from http import HTTPStatus
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import requests
@@ -42,7 +42,18 @@ from core.errors import (
     PacsUnreachableError,
 )
 
-__all__ = ["SAFE", "PacsClient", "StudyHit", "StudyQuery", "endpoint_label", "mapped_errors", "qido_query"]
+__all__ = [
+    "SAFE",
+    "Pacs",
+    "PacsClient",
+    "StudyHit",
+    "StudyQuery",
+    "check_uid",
+    "endpoint_label",
+    "make_client",
+    "mapped_errors",
+    "qido_query",
+]
 
 log = logging.getLogger(__name__)
 # Their DEBUG lines print request paths and query strings, which hold patient names and UIDs here.
@@ -111,7 +122,7 @@ def qido_query(params: list[tuple[str, str]]) -> str:
     return "&".join(f"{k}={SAFE.sub('*', v)}" for k, v in params)
 
 
-def _uid(value: str) -> str:
+def check_uid(value: str) -> str:
     """``value`` when it is a DICOM UID (digits and dots), else :class:`PacsRefusedError` before any request."""
     if not _UID.match(value) or len(value) > 64:
         raise PacsRefusedError("Not a DICOM UID", hint="Pick the study from the PACS study list.")
@@ -263,14 +274,14 @@ class PacsClient:
     def retrieve_study(self, study_uid: str) -> list[Any]:
         """Every instance of a study as pydicom datasets, in memory (WADO-RS)."""
         with mapped_errors("Study retrieval", self.where):
-            return list(self._client.retrieve_study(_uid(study_uid)))
+            return list(self._client.retrieve_study(check_uid(study_uid)))
 
     def study_metadata(self, study_uid: str) -> list[Any]:
         """The study's instance headers without pixel data (WADO-RS metadata), as pydicom datasets."""
         from pydicom import Dataset
 
         with mapped_errors("Study metadata", self.where):
-            items = self._client.retrieve_study_metadata(_uid(study_uid))
+            items = self._client.retrieve_study_metadata(check_uid(study_uid))
         # bulk data (pixels, large private blobs) is only a URI here and is never needed
         return [Dataset.from_json({k: v for k, v in it.items() if "BulkDataURI" not in v}) for it in items]
 
@@ -288,5 +299,38 @@ class PacsClient:
     def find_instance(self, study_uid: str, sop_uid: str) -> bool:
         """Whether the PACS holds instance ``sop_uid`` of ``study_uid`` (QIDO-RS)."""
         with mapped_errors("Instance search", self.where):
-            found = self._qido(f"studies/{_uid(study_uid)}/instances", [("SOPInstanceUID", _uid(sop_uid))])
+            found = self._qido(f"studies/{check_uid(study_uid)}/instances", [("SOPInstanceUID", check_uid(sop_uid))])
         return bool(found)
+
+
+class Pacs(Protocol):
+    """What Casebook asks of a PACS, over DICOMweb (:class:`PacsClient`) or DIMSE (``core.pacs.dimse``)."""
+
+    where: str
+
+    def search_studies(
+        self, query: StudyQuery, *, progress: Callable[[float, str], None] | None = None
+    ) -> list[StudyHit]:
+        """Studies matching ``query``."""
+        ...
+
+    def retrieve_study(self, study_uid: str) -> list[Any]:
+        """Every instance of a study, in memory."""
+        ...
+
+    def study_metadata(self, study_uid: str) -> list[Any]:
+        """The study's instance headers."""
+        ...
+
+    def store(self, datasets: list[Any]) -> None:
+        """Store datasets in the PACS."""
+        ...
+
+
+def make_client(settings: PacsSettings) -> Pacs:
+    """The client ``pacs.protocol`` names."""
+    if settings.protocol == "dimse":
+        from core.pacs.dimse import DimseClient
+
+        return DimseClient(settings)
+    return PacsClient(settings)

@@ -38,7 +38,7 @@ from core.errors import (
     NotFoundError,
     PacsNotConfiguredError,
 )
-from core.pacs.client import PacsClient, endpoint_label, mapped_errors
+from core.pacs.client import Pacs, endpoint_label, make_client, mapped_errors
 from core.pacs.fhir import FhirReport, build_bundle
 from core.pacs.imports import STUDY_LABEL, require_doctor, sealer_for
 from core.pacs.sealed import Sealer
@@ -52,7 +52,7 @@ __all__ = ["REPORT_EXPORT", "TARGETS", "ExportOutcome", "export_report", "queued
 log = logging.getLogger(__name__)
 REPORT_EXPORT = "report.export"  # audit event, one per target tried
 TARGETS = ("sr", "fhir")
-ClientFactory = Callable[[], PacsClient]
+ClientFactory = Callable[[], Pacs]
 
 
 @dataclass(frozen=True)
@@ -150,7 +150,7 @@ def _record(db: Database, report_id: int, target: str, scan_id: str, actor_id: i
         )  # fmt: skip
 
 
-def _send_sr(client: PacsClient, sr: Any) -> None:
+def _send_sr(client: Pacs, sr: Any) -> None:
     client.store([sr])
 
 
@@ -230,7 +230,7 @@ def export_report(
     first: CasebookError | None = None
     evidence: list[Any] = []
     try:
-        pacs = (client or (lambda: PacsClient(settings.pacs)))()
+        pacs = (client or (lambda: make_client(settings.pacs)))()
         study_uid = sealer.open(link.study_sealed, STUDY_LABEL)
         evidence = evidence_from_metadata(pacs.study_metadata(study_uid))
         if not evidence:

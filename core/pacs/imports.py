@@ -32,7 +32,7 @@ from core.errors import AccessDeniedError, CasebookError, NotFoundError, PacsErr
 from core.imaging.importer import import_images
 from core.imaging.sources import Source
 from core.imaging.store import ImageStore
-from core.pacs.client import PacsClient, StudyQuery
+from core.pacs.client import Pacs, StudyQuery
 from core.pacs.sealed import Sealer
 from core.settings import Settings
 from core.store.db import Database
@@ -94,10 +94,12 @@ def sealer_for(settings: Settings) -> Sealer:
 
 
 def _study_hash(sealer: Sealer, endpoint: str, study_uid: str) -> str:
-    return sealer.keyed("study", endpoint, study_uid)
+    # a Study Instance UID is globally unique: the same study seen through a gateway or over DIMSE is the same
+    del endpoint
+    return sealer.keyed("study", study_uid)
 
 
-def linked(settings: Settings, db: Database, client: PacsClient, study_uids: list[str]) -> dict[str, str]:
+def linked(settings: Settings, db: Database, client: Pacs, study_uids: list[str]) -> dict[str, str]:
     """The studies among ``study_uids`` imported before: original UID -> local scan id."""
     sealer = sealer_for(settings)
     hashes = {_study_hash(sealer, client.where, u): u for u in study_uids}
@@ -138,7 +140,7 @@ def link_hook(sealer: Sealer, endpoint: str) -> Callable[[Session, list[tuple[st
 def import_studies(
     settings: Settings,
     db: Database,
-    client: PacsClient,
+    client: Pacs,
     study_uids: list[str],
     *,
     actor_id: int | None,
@@ -197,7 +199,7 @@ def import_studies(
 def sync(
     settings: Settings,
     db: Database,
-    client: PacsClient,
+    client: Pacs,
     query: StudyQuery,
     *,
     actor_id: int | None,

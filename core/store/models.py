@@ -398,7 +398,7 @@ class PacsStudyLink(Base):
     The PACS's original Study Instance UID is kept sealed (AES-GCM under a key kept
     beside the image store, never in the database: ``core.pacs.sealed``) for the
     report export, which must name the original study; ``study_hmac`` (a keyed hash
-    of endpoint and UID) lets ``pacs sync`` recognise a study imported before
+    of the UID) lets ``pacs sync`` recognise a study imported before
     without opening anything. Never copy a row into a log, bundle or prompt.
     """
 
