@@ -91,7 +91,8 @@ class E5TorchEncoder:
             for qkv_w, qkv_b, ao_w, ao_b, aln_w, aln_b, fi_w, fi_b, fo_w, fo_b, oln_w, oln_b in self.layers:
                 pairs = ((qkv_w, qkv_b), (ao_w, ao_b), (fi_w, fi_b), (fo_w, fo_b))
                 if precision == "int8":
-                    lins = [int8_linear(w, b) for w, b in pairs]
+                    # outlier rows (<s>, </s>) show up in the feed-forward's inputs only (e5_int8)
+                    lins = [int8_linear(w, b, None if j < 2 else 4.0) for j, (w, b) in enumerate(pairs)]
                     norms: tuple[torch.Tensor, ...] = (aln_w, aln_b, oln_w, oln_b)
                 else:
                     dt = torch.bfloat16 if precision == "bfloat16" else torch.float32
