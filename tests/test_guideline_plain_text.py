@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from markdown_it import MarkdownIt
 
-from pages._guideline import _escape
+from pages._text import inert as _escape
 
 HOSTILE = [
     "See [the label](https://evil.example/x) for more.",
