@@ -76,6 +76,9 @@ LOGIN_LOCKED = "login.locked"
 LOGOUT = "logout"
 SETTINGS_CHANGE = "settings.change"
 REBUILD = "rebuild"
+SHARE_REQUEST = "share.request"  # a doctor asks to share a document of their own space (core.kb.provenance)
+SHARE_APPROVE = "share.approve"  # a second doctor approves (or, outcome "refused", the requester tried to)
+SHARE_REJECT = "share.reject"
 EVENTS: frozenset[str] = frozenset(
     {
         SCAN_READ,
@@ -92,6 +95,9 @@ EVENTS: frozenset[str] = frozenset(
         LOGOUT,
         SETTINGS_CHANGE,
         REBUILD,
+        SHARE_REQUEST,
+        SHARE_APPROVE,
+        SHARE_REJECT,
     }
 )
 

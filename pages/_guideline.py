@@ -70,6 +70,18 @@ def kb_summary(kb: KnowledgeBase) -> dict[str, Any]:
         st.stop()
 
 
+def _origin(b: Bullet) -> str:
+    """Whose document the bullet came from: a curated source, the doctor's own upload or a colleague's."""
+    from core.kb.provenance import describe, origin_line, user_names
+    from core.kb.spaces import owner_key
+    from pages._shared import current_user, get_runtime
+
+    rt, user = get_runtime(), current_user()
+    root = rt.settings.paths.resolve(rt.settings.paths.data_dir) / "documents"
+    owner = describe(root, b.evidence.kb, b.evidence.chunk_id, owner_key(user.id) if user else None)
+    return origin_line(owner, user_names(rt.db) if owner.kind != "curated" else str, b.evidence.source)
+
+
 def _bullet(i: int, b: Bullet, with_evidence: bool) -> None:
     from core.guideline.present import source_line, split_tables, table_rows
 
@@ -82,6 +94,7 @@ def _bullet(i: int, b: Bullet, with_evidence: bool) -> None:
             st.table(block)
         else:
             st.markdown((f"**{i:d}.** " if n == 0 else "") + inert(block.replace("\n", " ")))
+    st.caption(inert(_origin(b)))  # every bullet says whose document it came from (issue 26)
     if with_evidence:
         st.markdown("> " + highlight(b.evidence.text, b.text))
         st.caption(f"Source: {inert(source_line(b.evidence.source, b.evidence.demo))} · word overlap {b.overlap:.0%}")
@@ -122,6 +135,13 @@ def show_result(result: QAResult) -> None:
         m1.metric("Bullets", len(result.bullets))
         m2.metric("Retrieval confidence", f"{result.confidence:.0%}", help="Calibrated confidence of the best chunk.")
         m3.metric("Written by", result.backend)
+        for k in result.conflicts:  # an upload that contradicts the label: shown as a conflict, never as the answer
+            st.error(
+                f"Conflict, not an answer: an uploaded document says \u201c{inert(k.text)}\u201d; the curated "
+                f"{inert(k.drug)} label states {inert(', '.join(k.label) or 'no dose')}"
+                f"{' for ' + inert(k.population) if k.population else ''}.",
+                icon="⚠️",
+            )
         with st.container(border=True):
             if result.statement:
                 st.markdown(f"**{inert(result.statement)}**")

@@ -8,6 +8,7 @@ import streamlit as st
 
 from core.errors import CasebookError
 from pages._shared import show_error
+from pages._text import inert
 
 if TYPE_CHECKING:
     from core.auth import CurrentUser
@@ -40,11 +41,11 @@ def mydocs_panel(settings: str, user: CurrentUser, max_mb: int) -> None:
     st.markdown(
         "Add your own guidelines (Markdown, HTML, PDF) or drug labels (SPL XML, DailyMed zip). They are kept in "
         "**your document space**, searched with the curated knowledge bases when you ask a question, and survive "
-        "rebuilds of the demo content. Only you see your space; the **shared space** is visible to every doctor."
+        "rebuilds of the demo content. Only you see your space. To put one in the **shared space** (searched for "
+        "every doctor), ask to share it: a second doctor approves the request, and every answer names its uploader."
     )
     for kind, text in st.session_state.pop(_FLASH, []):
-        (st.success if kind == "ok" else st.error)(text)
-    shared = st.toggle("Add to the shared space", key="mydocs-shared", help="Every doctor can search the shared space.")
+        (st.success if kind == "ok" else st.error)(inert(text))  # titles and file names are typed text
     files = st.file_uploader(
         f"Documents (up to {max_mb} MB each)",
         type=list(UPLOAD_TYPES),
@@ -53,20 +54,53 @@ def mydocs_panel(settings: str, user: CurrentUser, max_mb: int) -> None:
         help=f"Each file may be up to {max_mb} MB. PDFs are read for their headings; scanned images are not.",
     )
     if files and st.button("Add documents", key="mydocs-add", type="primary"):
-        _upload(settings, user.id, owner, files, shared)
+        _upload(settings, user.id, owner, files)
     _listing(settings, owner)
+    _requests(settings, owner)
 
 
-def _upload(settings: str, user_id: int, owner: str, files: list[Any], shared: bool) -> None:
+def _sharing(settings: str) -> Any:
+    from core.kb.sharing import Sharing
+    from pages._shared import get_runtime
+
+    return Sharing(spaces_for(settings), get_runtime().db)
+
+
+def _requests(settings: str, owner: str) -> None:
+    """Share requests of other doctors, for this doctor to approve or reject (never their own)."""
+    from core.kb.provenance import user_names
+    from pages._shared import get_runtime
+
+    waiting = [r for r in _sharing(settings).pending() if r["owner"] != owner]
+    if not waiting:
+        return
+    names = user_names(get_runtime().db)
+    st.markdown("**Waiting for a second doctor's approval to share**")
+    for r in waiting:
+        col_text, col_ok, col_no = st.columns([4, 1, 1], vertical_alignment="center")
+        col_text.markdown(f"{inert(r['title'])} · from {inert(names(r['owner']))}")
+        approve = col_ok.button("Approve", key=f"mydocs-approve-{r['id']}")
+        reject = col_no.button("Reject", key=f"mydocs-reject-{r['id']}")
+        if approve or reject:
+            try:
+                (_sharing(settings).approve if approve else _sharing(settings).reject)(owner, r["id"])
+            except CasebookError as exc:
+                show_error("The request could not be answered", exc)
+                return
+            st.session_state[_FLASH] = [("ok", f"{'Shared' if approve else 'Rejected'}: {r['title']}.")]
+            st.rerun()
+
+
+def _upload(settings: str, user_id: int, owner: str, files: list[Any]) -> None:
     from core import audit
-    from core.kb.spaces import SHARED_SPACE, space_of
+    from core.kb.spaces import space_of
     from pages._shared import get_runtime
 
     named = [(str(f.name), bytes(f.getvalue())) for f in files]
-    space = SHARED_SPACE if shared else space_of(owner)
+    space = space_of(owner)
     try:
         with st.spinner(f"Reading and indexing {len(named)} document(s)… large PDFs take a minute or two."):
-            report = spaces_for(settings).upload(owner, named, shared=shared)
+            report = spaces_for(settings).upload(owner, named)
     except CasebookError as exc:
         audit.record(get_runtime().db, audit.UPLOAD, user_id, space, outcome="error", files=len(named))
         show_error("The documents could not be added", exc)
@@ -77,9 +111,9 @@ def _upload(settings: str, user_id: int, owner: str, files: list[Any], shared: b
                  errors=len(report.errors))  # fmt: skip
     flash = []
     if report.docs:
-        where = "the shared space" if shared else "your documents"
-        flash.append(("ok", f"Added {len(report.docs)} document(s) to {where} ({report.chunks_added} passages)."))
+        flash.append(("ok", f"Added {len(report.docs)} document(s) to your documents ({report.chunks_added} passages)."))
     flash += [("error", f"Skipped {e.error}") for e in report.errors]
+    flash += [("error", f"Flagged {f}") for f in report.flagged]
     st.session_state[_FLASH] = flash
     st.session_state[_ROUND] = st.session_state.get(_ROUND, 0) + 1  # a fresh, empty uploader
     st.rerun()  # the list below shows the new documents
@@ -96,11 +130,21 @@ def _listing(settings: str, owner: str) -> None:
         st.info("You have no documents yet. Add one above; it will be searched with the curated guidelines.")
         return
     rows = [{"Title": d.title, "File": d.file_name, "Space": "Shared" if d.shared else "Mine",
-             "Passages": d.n_chunks} for d in docs]  # fmt: skip
+             "Passages": d.n_chunks, "Instruction-like text kept out": d.flagged} for d in docs]  # fmt: skip
     st.dataframe(rows, hide_index=True)
     labels = {f"{d.title} ({'shared' if d.shared else 'mine'})": d for d in docs}
-    col_pick, col_delete, col_again = st.columns([3, 1, 1], vertical_alignment="bottom")
+    col_pick, col_delete, col_again, col_share = st.columns([3, 1, 1, 1], vertical_alignment="bottom")
     picked = col_pick.selectbox("Document", list(labels), key="mydocs-pick")
+    if col_share.button("Ask to share", key="mydocs-share", help="A second doctor approves before it is shared.") and (
+        picked and not labels[picked].shared
+    ):
+        try:
+            _sharing(settings).request(owner, labels[picked].doc_id)
+        except CasebookError as exc:
+            show_error("The share request could not be made", exc)
+            return
+        st.session_state[_FLASH] = [("ok", f"Asked to share {labels[picked].title}; a second doctor approves it.")]
+        st.rerun()
     if col_delete.button("Delete", key="mydocs-delete") and picked:
         doc = labels[picked]
         try:

@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 
 from core.embed import Embedder, make_embedder
-from core.errors import NotFoundError
+from core.errors import AccessDeniedError, NotFoundError
 from core.guideline.types import QAAbstention
 from core.kb import KnowledgeBase, ensure_demo_kb
 from core.kb.demo.pdfwrite import read_source, render_pdf
 from core.kb.parse.tokens import E5TokenCounter
+from core.kb.sharing import Sharing
 from core.kb.spaces import SHARED_SPACE, DocumentSpaces, doctor_spaces, owner_key, space_of
 from core.settings import Settings, load_settings
 
@@ -54,8 +55,11 @@ def test_upload_list_delete_and_reingest(tmp_path: Path, embedder: Embedder, cou
     assert spaces.documents("u2") == []  # another doctor sees nothing of it
     assert doctor_spaces(spaces.settings, "u1") == ["user.u1"] and doctor_spaces(spaces.settings, "u2") == []
 
-    shared = spaces.upload("u2", [("shared.html", (DATA / "guideline_small.html").read_bytes())], shared=True)
-    assert shared.kb == SHARED_SPACE and len(shared.docs) == 1
+    with pytest.raises(AccessDeniedError):  # nothing goes straight into the shared space (issue 26)
+        spaces.upload("u2", [("shared.html", (DATA / "guideline_small.html").read_bytes())], shared=True)
+    spaces.upload("u2", [("shared.html", (DATA / "guideline_small.html").read_bytes())])
+    sharing = Sharing(spaces)
+    assert sharing.approve("u1", sharing.request("u2", spaces.documents("u2")[0].doc_id))  # a second doctor
     assert [d.shared for d in spaces.documents("u1")] == [False, False, True]
     assert doctor_spaces(spaces.settings, "u1") == ["user.u1", SHARED_SPACE]
 

@@ -26,6 +26,7 @@ from core.guideline.compose import (
     plain_language,
     rank_sentences,
 )
+from core.guideline.conflicts import split_conflicts
 from core.guideline.constraints import Candidate
 from core.guideline.gates import align, check_bullet, entity_guard, evidence_sentences, source_label
 from core.guideline.retrieval import constrained_retrieval
@@ -156,9 +157,17 @@ class GuidelineQA:
             return QAAbstention(question=question, route=decision.route, stage="generation", trace=trace,
                               reason=_no_answer_reason(slot))  # fmt: skip
         bullets = self._verify(drafts, found.evidence, trace)
+        bullets, conflicts = split_conflicts(bullets, self.retriever, lexicon)  # an upload never overrides a label
+        if conflicts:
+            trace.add("conflicts", after=[c.chunk_id for c in conflicts], doses=[c.stated for c in conflicts])
         if not bullets:
+            reason = "every drafted sentence failed the entailment gate"
+            if conflicts:
+                c = conflicts[0]
+                reason = (f"an uploaded document states {', '.join(c.stated)} of {c.drug}, which the curated label "
+                          f"does not ({', '.join(c.label) or 'no dose'}): shown as a conflict, not as an answer")  # fmt: skip
             return QAAbstention(question=question, route=decision.route, stage="verification", trace=trace,
-                              reason="every drafted sentence failed the entailment gate")  # fmt: skip
+                              reason=reason)  # fmt: skip
         best = next((c.hit for c in found.evidence if c.hit.chunk_id == bullets[0].evidence.chunk_id), None)
         said = yes_no_statement(question, slot, bullets[0].text, best.section_code if best else None, self.cfg)
         return QAAnswer(
@@ -170,6 +179,7 @@ class GuidelineQA:
             bullets=bullets,
             evidence=[self._evidence_chunk(c) for c in found.evidence],
             patient_summary=self._patient(bullets, trace, lexicon.names()),
+            conflicts=conflicts,
             backend=self.backend,
             confidence=max(c.confidence for c in found.evidence),
             trace=trace,

@@ -77,6 +77,18 @@ class Bullet(_Model):
     overlap: float = Field(description="|K_evidence ∩ K_bullet| / |K_bullet| against all evidence chunks.")
 
 
+class DoseConflict(_Model):
+    """A dose from a document space that the curated label does not state (core.guideline.conflicts)."""
+
+    text: str = Field(description="The sentence from the uploaded document, shown as a conflict, never as the answer.")
+    kb: str = Field(description="The document space it came from.")
+    chunk_id: str
+    drug: str
+    population: str | None = None
+    stated: list[str] = Field(default_factory=list, description="Doses it states that the label does not.")
+    label: list[str] = Field(default_factory=list, description="Doses the curated label states for the population.")
+
+
 class TraceStep(_Model):
     """One step: the chunk ids (or bullets) before and after it, and what it saw."""
 
@@ -122,6 +134,9 @@ class QAAnswer(BaseModel):
     bullets: list[Bullet]
     evidence: list[EvidenceChunk]
     patient_summary: str | None = None
+    conflicts: list[DoseConflict] = Field(
+        default_factory=list, description="Doses from uploaded documents that contradict the curated label."
+    )
     backend: str = Field(description="`extractive` or the LLM backend name that wrote the bullets.")
     confidence: float = Field(description="Calibrated retrieval confidence of the best evidence chunk.")
     trace: Trace

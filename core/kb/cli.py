@@ -70,8 +70,20 @@ def _docs(args: argparse.Namespace) -> int:
     if args.docs_command == "list":
         emit([vars(d) for d in spaces.documents(args.owner)], args.json)
         return 0
+    if args.docs_command in ("share", "approve", "reject", "requests"):
+        from core.kb.sharing import Sharing
+        from core.runtime import Runtime
+
+        sharing = Sharing(spaces, Runtime(spaces.settings).db)
+        if args.docs_command == "share":
+            emit({"request": sharing.request(args.owner, args.doc_id)}, args.json)
+        elif args.docs_command == "requests":
+            emit(sharing.pending(), args.json)
+        else:
+            emit({"shared": getattr(sharing, args.docs_command)(args.owner, args.request_id)}, args.json)
+        return 0
     if args.docs_command == "add":
-        report = spaces.upload(args.owner, [(Path(p).name, Path(p).read_bytes()) for p in args.paths], args.shared)
+        report = spaces.upload(args.owner, [(Path(p).name, Path(p).read_bytes()) for p in args.paths])
         emit(report.to_json(), args.json)
         return 1 if report.errors and not report.docs else 0
     if args.docs_command == "delete":
@@ -221,15 +233,21 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     docs = kbsub.add_parser("docs", help="A doctor's document space (and the shared one): list, add, delete, reingest.")
     docsub = docs.add_subparsers(dest="docs_command", required=True)
-    for name, what in (("list", "List documents by title (own, then shared)."), ("add", "Add files to the space."),
-                       ("delete", "Delete one document (by doc_id)."), ("reingest", "Parse the kept files again.")):  # fmt: skip
+    for name, what in (("list", "List documents by title (own, then shared)."), ("add", "Add files to your own space."),
+                       ("delete", "Delete one document (by doc_id)."), ("reingest", "Parse the kept files again."),
+                       ("share", "Ask to share one of your documents (a second doctor approves)."),
+                       ("requests", "List open share requests."),
+                       ("approve", "Approve another doctor's share request (by request id)."),
+                       ("reject", "Reject a share request.")):  # fmt: skip
         p = docsub.add_parser(name, help=what)
         p.add_argument("--owner", required=True, help="Owner key: u<user id> (see core.kb.spaces.owner_key).")
         if name == "add":
             p.add_argument("paths", nargs="+", help="Files (Markdown, HTML, PDF, SPL XML, zip).")
-        if name == "delete":
+        if name in ("delete", "share"):
             p.add_argument("doc_id")
-        if name != "list":
+        if name in ("approve", "reject"):
+            p.add_argument("request_id")
+        if name in ("delete", "reingest"):
             p.add_argument("--shared", action="store_true", help="The shared space instead of the owner's own.")
         p.add_argument("--json", action="store_true", help="Print JSON.")
         p.set_defaults(func=_docs)

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 from core.errors import AccessDeniedError, InvalidInputError, NotFoundError
 from core.kb.index.builder import kb_link
 from core.kb.index.ingest import IngestReport, apply_update, parse_files, upload_suffixes
+from core.kb.provenance import instruction_sentences, read_provenance, write_provenance
 from core.kb.types import SPACE_PREFIX, Document, FileError
 
 if TYPE_CHECKING:
@@ -73,6 +74,9 @@ class SpaceDocument:
     title: str
     file_name: str
     n_chunks: int
+    uploader: str | None = None  # owner key of who uploaded it (core.kb.provenance)
+    approved_by: str | None = None  # for the shared space: who approved sharing it
+    flagged: int = 0  # instruction-like sentences kept out of answers
 
 
 def _safe_name(name: str) -> str:
@@ -94,12 +98,19 @@ class DocumentSpaces:
         return SHARED_SPACE if shared else space_of(owner)
 
     def upload(self, owner: str, files: Sequence[tuple[str, bytes]], shared: bool = False) -> IngestReport:
-        """Add ``(file name, bytes)`` documents to the doctor's space (or the shared one).
+        """Add ``(file name, bytes)`` documents to the doctor's own space.
 
         Files over ``ui.max_upload_mb`` are refused before parsing; bad files are listed in the
-        report by their own name. The originals are kept for re-ingestion.
+        report by their own name. The originals are kept for re-ingestion. Nothing is uploaded
+        straight into the shared space: sharing is a request a second doctor approves
+        (:class:`core.kb.provenance.Sharing`), so ``shared`` is refused.
         """
-        space = self._space(owner, shared)
+        if shared:
+            raise AccessDeniedError(
+                "Documents are not uploaded straight into the shared space",
+                hint="Add it to your documents, then ask to share it; a second doctor approves the request.",
+            )
+        space = self._space(owner, False)
         limit = self.settings.ui.max_upload_mb * 1024 * 1024
         report = IngestReport(kb=space)
         folder = self.files_root / space
@@ -113,18 +124,43 @@ class DocumentSpaces:
             path = folder / hashlib.sha256(data).hexdigest()[:16] / shown  # the file keeps its own name
             path.parent.mkdir(exist_ok=True)
             path.write_bytes(data)
-            by_kind.setdefault(_KINDS.get(path.suffix.lower(), "guideline"), []).append((path, shown))
+            by_kind.setdefault(self.kind_of(path), []).append((path, shown))
         for kind, items in by_kind.items():
-            self.ingest_named(space, kind, items, report)
+            self.ingest_named(space, kind, items, report, uploader=owner)
         return report
 
-    def ingest_named(self, space: str, kind: str, items: list[tuple[Path, str]], report: IngestReport) -> None:
-        """Parse ``(path, name shown)`` files of ``kind`` into KB ``space``; sources are stored as the shown names."""
+    @staticmethod
+    def kind_of(path: Path) -> str:
+        """The document kind a kept original is parsed as (``spl`` for XML and zips, else ``guideline``)."""
+        return _KINDS.get(path.suffix.lower(), "guideline")
+
+    def ingest_named(
+        self,
+        space: str,
+        kind: str,
+        items: list[tuple[Path, str]],
+        report: IngestReport,
+        *,
+        uploader: str | None = None,
+        approved_by: str | None = None,
+    ) -> None:
+        """Parse ``(path, name shown)`` files of ``kind`` into KB ``space``; sources are stored as the shown names.
+
+        Instruction-like sentences are kept out of the indexed text and counted; who uploaded (and, for
+        the shared space, who approved) is recorded in the space's provenance (core.kb.provenance).
+        """
         shown = {str(p): name for p, name in items}
         docs, errors = parse_files([p for p, _ in items], kind, space, self.settings.kb, self.kb.token_counter)
         report.errors += [FileError(_shown_of(e.source, shown), e.error.replace(e.source, _shown_of(e.source, shown)))
                           for e in errors]  # fmt: skip
         docs = [_renamed(d, shown) for d in docs]
+        flags = {d.doc_id: _without_instructions(d) for d in docs}
+        docs = [flags[d.doc_id][0] for d in docs]
+        for d in docs:
+            write_provenance(self.files_root / space, d.doc_id, uploader=uploader, approved_by=approved_by,
+                             flagged=flags[d.doc_id][1])  # fmt: skip
+            if flags[d.doc_id][1]:
+                report.flagged.append(f"{d.source}: {flags[d.doc_id][1]} instruction-like sentence(s) kept out of answers")
         if docs:
             report.total_chunks = apply_update(
                 self.kb.root, space, self.kb.embedder, self.kb.token_counter, self.settings.kb, add=docs
@@ -136,8 +172,11 @@ class DocumentSpaces:
         """The doctor's documents (then the shared ones), by title."""
         out: list[SpaceDocument] = []
         for space in doctor_spaces(self.settings, owner, include_shared):
+            known = read_provenance(self.files_root / space)
             for doc_id, source, title, _sha, n in self.kb.index(space).store.docs():
-                out.append(SpaceDocument(space, space == SHARED_SPACE, doc_id, title or source, source, int(n)))
+                p = known.get(doc_id, {})
+                out.append(SpaceDocument(space, space == SHARED_SPACE, doc_id, title or source, source, int(n),
+                                         p.get("uploader"), p.get("approved_by"), int(p.get("flagged", 0))))  # fmt: skip
         return out
 
     def delete(self, owner: str, doc_id: str, shared: bool = False) -> int:
@@ -165,18 +204,31 @@ class DocumentSpaces:
         report = IngestReport(kb=space)
         by_kind: dict[str, list[tuple[Path, str]]] = {}
         for path in originals:
-            by_kind.setdefault(_KINDS.get(path.suffix.lower(), "guideline"), []).append((path, path.name))
+            by_kind.setdefault(self.kind_of(path), []).append((path, path.name))
         docs: list[Document] = []
         for kind, items in by_kind.items():
             shown = {str(p): name for p, name in items}
             parsed, errors = parse_files([p for p, _ in items], kind, space, self.settings.kb, self.kb.token_counter)
-            docs += [_renamed(d, shown) for d in parsed]
+            docs += [_without_instructions(_renamed(d, shown))[0] for d in parsed]
             report.errors += [FileError(_shown_of(e.source, shown), e.error) for e in errors]
         report.total_chunks = apply_update(self.kb.root, space, self.kb.embedder, self.kb.token_counter,
                                            self.settings.kb, add=docs, fresh=True)  # fmt: skip
         report.docs = [d.doc_id for d in docs]
         report.chunks_added = sum(len(d.chunks) for d in docs)
         return report
+
+
+def _without_instructions(doc: Document) -> tuple[Document, int]:
+    """The document with instruction-like sentences taken out of its chunks' text, and how many there were."""
+    chunks, flagged = [], 0
+    for c in doc.chunks:
+        found = instruction_sentences(c.text)
+        text = c.text
+        for sentence in found:
+            text = text.replace(sentence, " ")
+        flagged += len(found)
+        chunks.append(dataclasses.replace(c, text=re.sub(r"[ \t]{2,}", " ", text).strip()) if found else c)
+    return (Document(doc.doc_id, doc.source, doc.title, doc.sha256, chunks, doc.names) if flagged else doc), flagged
 
 
 def _shown_of(source: str, shown: dict[str, str]) -> str:

@@ -74,6 +74,7 @@ class IngestReport:
     total_chunks: int = 0
     errors: list[FileError] = field(default_factory=list)
     seconds: float = 0.0
+    flagged: list[str] = field(default_factory=list)  # uploads: instruction-like text kept out of answers
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready form for the CLI."""
@@ -84,6 +85,7 @@ class IngestReport:
             "chunks_added": self.chunks_added,
             "total_chunks": self.total_chunks,
             "skipped": [{"source": e.source, "error": e.error} for e in self.errors],
+            "flagged": self.flagged,
             "seconds": round(self.seconds, 3),
         }
 
