@@ -37,7 +37,8 @@ from core.pacs.imports import import_studies, linked  # noqa: E402
 
 where = endpoint_label(cfg.url) if cfg.protocol == "dicomweb" else f"{cfg.dimse_host}:{cfg.dimse_port:d}"
 st.caption(
-    f"Studies from {inert(where)} over {inert(cfg.protocol.upper())}; identifying data is removed on the way in."
+    f"Studies from {inert(where)} over {'DIMSE' if cfg.protocol == 'dimse' else 'DICOMweb'}; "
+    "identifying data is removed on the way in."
 )
 studies_tab, reports_tab = st.tabs(["Studies", "Reports to the PACS"])
 
