@@ -38,7 +38,7 @@ _FRAME = frozenset(
         "would could able kindly tell please you me whether whats what's if mind know give let see"
     )
 )
-_SPECIFIC_ZIPF = 4.2  # below this a word is specific enough to be looked up (pregnant 3.9, drain 3.6; lunch, ok above)
+_SPECIFIC_ZIPF = 4.4  # below this a word is specific enough to be looked up (pregnant, drain; ok, like above)
 _TIME = re.compile(r"\b\d+\s*-?\s*(?:m|mo|mos|month|months|y|yr|yrs|year|years|w|wk|wks|week|weeks|d|day|days)\b")
 _NEGATED = re.compile(r"\b(?:no|without|free of|never)\s+([a-z -]+)|\b([a-z]+)[ -]free\b(?! of)")
 
@@ -110,9 +110,17 @@ def _one(phrase: str, lexicon: ConditionLexicon, negated: bool = False) -> Conce
     return Concept(name, tuple(_forms(w, lexicon) for w in words), negated, (), clinical, event)
 
 
-def concepts_of(text: str, lexicon: ConditionLexicon) -> list[Concept]:
-    """The concepts a normalised count question counts (empty when it names none)."""
+def concepts_of(text: str, lexicon: ConditionLexicon, context: str = "") -> list[Concept]:
+    """The concepts a normalised count question counts (empty when it names none).
+
+    ``context`` is the scan's AI reading: its name in the question ("mets in similar melanoma cases")
+    says which cases, not what to count.
+    """
     body = _TIME.sub(" ", re.sub(r"-(free)\b", r" \1", text))
+    entity = lexicon.surfaces.get(context.lower())
+    for surface in sorted(entity.surfaces if entity else (), key=len, reverse=True):
+        if f" {surface} " in f" {body} " and body.strip() != surface:
+            body = re.sub(rf"\b{re.escape(surface)}\b", " ", body)
     out: list[Concept] = []
     for piece in re.split(r"\bversus\b|\bvs\b|,|;|\band\b", body):
         piece = piece.strip()

@@ -121,7 +121,7 @@ def count_concepts(
     for label, stem in u.attributes:  # a measurement or grade ("BI-RADS category"): named by its label
         if stem not in facts.evidence_text():
             missing.append(label)
-    for concept in concepts_of(u.text, lexicon):
+    for concept in concepts_of(u.text, lexicon, facts.ai_diagnosis):
         if attribute_words & set(re.findall(r"[a-z]+", concept.name)):
             continue
         pos: list[str] = []

@@ -28,7 +28,7 @@ from core.answer.intent_model import IntentModel, features
 from core.answer.lexicon import ConditionLexicon, default_lexicon
 from core.answer.split import split_question
 from core.answer.terms import clinical_terms
-from core.answer.understand import EVENTS, Understanding, _vocabulary, cue_intent, normalise, understand
+from core.answer.understand import Understanding, _vocabulary, cue_intent, normalise, understand
 
 __all__ = ["INTENT_LABELS", "QuestionReader", "Reading"]
 
@@ -106,6 +106,14 @@ class QuestionReader:
                 self.model = None
         return self.model
 
+    def warm(self) -> None:
+        """Load what the first question would otherwise load (the embedder, the English word lists)."""
+        from core.answer.terms import correct_english, is_rare
+
+        self.intents(["warm up"])
+        correct_english("warmupp")
+        is_rare("warmup")
+
     def intents(self, texts: list[str]) -> list[tuple[Intent, float]]:
         """(intent, probability) of each normalised part text: the classifier's, else the cue patterns' at 1.0."""
         cues = [cue_intent(t) for t in texts]
@@ -122,9 +130,9 @@ class QuestionReader:
             u = understand(question, self.lexicon, intent="injection")  # patterns over the raw text (":", "</context>")
             return Reading((u,), None, "patterns")
         split = split_question(question)
-        raw = _merge_fragments(list(split.parts), self.lexicon)
+        raw = list(split.parts)
         texts = [normalise(p, self.lexicon)[0] for p in raw]
-        chosen = self.intents(texts)
+        chosen = _inherit(texts, self.intents(texts), self.fallback_below)
         known = frozenset(_vocabulary(self.lexicon))
         parts = []
         for part, text, (intent, p) in zip(raw, texts, chosen, strict=True):
@@ -136,23 +144,16 @@ class QuestionReader:
         return Reading(tuple(parts), split.report, model.design if model is not None else "cues")
 
 
-def _merge_fragments(parts: list[str], lexicon: ConditionLexicon) -> list[str]:
-    """Join a part that only names conditions ("tb vs ca vs pneumonia") to the part before it."""
-    out: list[str] = []
-    held = ""  # a first fragment joins the part after it ("ADT? degarelix dose?")
-    for i, part in enumerate(parts):
-        text = normalise(part, lexicon)[0]
-        fragment = cue_intent(text) == "summary" and bool(_NO_ASK.match(text)) and not _ASKS.match(text) and not any(
-            re.search(rf"\b{re.escape(c)}\b", text) for e in EVENTS for c in e.cues
-        )
-        if fragment and out:
-            out[-1] = f"{out[-1]}: {part}"
-        elif fragment and i + 1 < len(parts) and len(text.split()) <= 3:
-            held = f"{held}{part}: "
-        else:
-            out.append(held + part)
-            held = ""
-    return out or [held.rstrip(": ")]
+def _inherit(texts: list[str], chosen: list[tuple[Intent, float]], below: float) -> list[tuple[Intent, float]]:
+    """A fragment that asks nothing of its own ("tb vs ca vs pneumonia" after "ddx among similar cases?")
+    takes the intent of the part before it when its own reading is uncertain."""
+    out: list[tuple[Intent, float]] = []
+    for text, (intent, p) in zip(texts, chosen, strict=True):
+        fragment = bool(_NO_ASK.match(text)) and not _ASKS.match(text) and cue_intent(text) == "summary"
+        if out and fragment and p < below:
+            intent, p = out[-1][0], max(p, out[-1][1])
+        out.append((intent, p))
+    return out
 
 
 def _treatment_only_for_this_patient(text: str, intent: Intent) -> Intent:

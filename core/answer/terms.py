@@ -65,7 +65,7 @@ def is_rare(word: str) -> bool:
     if zipf_frequency(word, "en") >= RARE_ZIPF:
         return False
     # "simlar", "sevre": a typo of an ordinary word, not a clinical term
-    return not (len(word) >= 5 and process.extractOne(word, _common_words(), scorer=OSA.distance, score_cutoff=1))
+    return not (len(word) >= 4 and process.extractOne(word, _common_words(), scorer=OSA.distance, score_cutoff=1))
 
 
 def clinical_terms(text: str, known: frozenset[str]) -> tuple[str, ...]:

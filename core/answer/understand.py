@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from wordfreq import zipf_frequency
+
 from core.answer.cues import CUES, SHORT_WORDS, SHORTHAND, Intent
 from core.answer.lexicon import AMBIGUOUS_ABBREVIATIONS, ConditionLexicon, Entity, correct_token, default_lexicon
 from core.answer.terms import correct_english
@@ -43,7 +45,8 @@ EVENTS: tuple[Event, ...] = (
     Event("progression", ("progression", "progressed", "progress", "grew", "growth", "worsened"), ("progression", "progressive", "growth")),
     Event("exacerbation", ("exacerbation", "exacerbations", "exacerbated"), ("exacerbation",)),
     Event("disability", ("disability", "disabled", "disabilities"), ("disability", "paraplegia")),
-    Event("persistent pain", ("persistent pain", "chronic pain", "ongoing pain", "still in pain"), ("persistent", "chronic pain")),
+    Event("persistent pain", ("persistent pain", "chronic pain", "ongoing pain", "still in pain"),
+          ("persistent radicular pain", "persistent pain", "chronic pain", "radicular pain")),
     Event("resolution", ("resolved", "resolve", "resolution", "cleared"), ("resolved", "cleared")),
     Event("recovery", ("recovered", "recover", "recovery", "got better"), ("recover",)),
     Event("stable course", ("stable", "stayed stable", "no change", "unchanged"), ("stable", "no change")),
@@ -142,6 +145,7 @@ def _vocabulary(lexicon: ConditionLexicon) -> tuple[str, ...]:
     return tuple(sorted(words))
 
 
+_REAL_WORD_ZIPF = 3.0  # an English word this common ("drain") is never "corrected" to a vocabulary word ("brain")
 _SUFFIX = re.compile(r"(?:itis|oma|osis|opathy|aemia|emia|ectasis|plasia)$")
 
 
@@ -158,7 +162,7 @@ def normalise(question: str, lexicon: ConditionLexicon | None = None) -> tuple[s
     out: list[str] = []
     for tok in tokens:
         word = SHORT_WORDS.get(tok, tok)
-        if word == tok and tok not in known and "-" not in tok:
+        if word == tok and tok not in known and "-" not in tok and zipf_frequency(tok, "en") < _REAL_WORD_ZIPF:
             # A disease-shaped word is corrected only to a whole condition name, never to part of one.
             fixed = correct_token(tok, lex.single_words if _SUFFIX.search(tok) else vocab)
             if fixed == tok:

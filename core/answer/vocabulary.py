@@ -36,6 +36,11 @@ RELATED: dict[str, tuple[str, ...]] = {
     "scarring": ("fibrosis", "residual changes"),
     "remission": ("remission",),
     "blindness": ("vision loss", "field loss"),
+    "bcr": ("biochemical recurrence",),
+    "psa": ("biochemical recurrence",),
+    "node": ("nodal",),
+    "nodes": ("nodal",),
+    "nodal": ("nodal",),
 }
 
 # Synonyms and abbreviations of catalogue diagnoses (lower case); the evidence terms default to the
@@ -160,7 +165,7 @@ EXTRA: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     ("Cauda equina syndrome", ("cauda equina", "ces"), ("cauda equina",)),
     ("Spinal stenosis", ("spinal stenosis", "canal stenosis", "stenosis"), ("stenosis", "narrowing")),
     ("Macular oedema", ("macular oedema", "macular edema", "dme"), ("oedema", "edema")),
-    ("Cancer", ("cancer", "malignancy", "carcinoma", "tumour", "tumor", "neoplasm"), ("carcinoma", "cancer")),
+    ("Cancer", ("cancer", "ca", "malignancy", "carcinoma", "tumour", "tumor", "neoplasm"), ("carcinoma", "cancer")),
 )
 
 # Abbreviations that are also ordinary words or titles: counted only when typed in capitals.

@@ -172,7 +172,7 @@ def _invented(text: str, result: BundleResult, allowed: set[str]) -> tuple[str, 
 def run_outside(rt: Runtime, items: list[dict[str, Any]], scans: dict[tuple[str, int], str]) -> list[PartResult]:
     """Answer every item once (extractive path) and score each of its parts."""
     out: list[PartResult] = []
-    rt.ask_kit.reader.intents(["warm up"])  # the embedder loads once per process, before any question is timed
+    rt.ask_kit.reader.warm()  # the embedder and word lists load once per process, before any question is timed
     for item in items:
         started = time.perf_counter()
         result, res = answer_readonly(rt, scans[(item["user"], int(item["scan"]))], item["question"])
