@@ -309,3 +309,26 @@ def test_dimse_unknown_ae_title_and_closed_port_are_typed(rt: Runtime) -> None:
     assert "rejected the association" in str(err.value) and "calling_aet" in err.value.hint
     with pytest.raises(PacsUnreachableError):
         make_client(_dimse(rt, dimse_port=9).pacs).search_studies(StudyQuery())
+
+
+def test_a_study_holding_an_sr_imports_its_images_only(rt: Runtime) -> None:
+    from pydicom.uid import generate_uid
+
+    from core.pacs.sr import SrRef, build_sr
+
+    def report_of(study: PacsStudy) -> pydicom.Dataset:
+        ref = SrRef(study.study_uid, generate_uid(prefix=None), generate_uid(prefix=None))
+        return build_sr(
+            findings="Earlier report.", impression="Earlier impression.", recommendations="",
+            evidence=[study.datasets[0]], ref=ref, version=1, signer="Other^Reader", organization="Elsewhere",
+        )  # fmt: skip
+
+    doctor = _user(rt, "dr.pacs")
+    study = make_study("CT_small.dcm")
+    _client(rt).store([*study.datasets, report_of(study)])
+    (o,) = import_studies(rt.settings, rt.db, _client(rt), [study.study_uid], actor_id=doctor, anatomy="lung")
+    assert o.status == "imported" and o.images == 1  # the SR stays in the PACS
+    only_sr = make_study("CT_small.dcm")
+    _client(rt).store([report_of(only_sr)])  # a study holding nothing but a report
+    (refused,) = import_studies(rt.settings, rt.db, _client(rt), [only_sr.study_uid], actor_id=doctor, anatomy="lung")
+    assert refused.status == "refused" and "holds no images" in str(refused.error)

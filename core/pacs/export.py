@@ -30,10 +30,12 @@ from typing import Any
 
 import requests
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 
 from core import audit
 from core.errors import (
     CasebookError,
+    ConflictError,
     InvalidInputError,
     NotFoundError,
     PacsNotConfiguredError,
@@ -121,16 +123,25 @@ def _load(db: Database, report_id: int) -> tuple[_Version, PacsStudyLink, _Versi
 
 
 def _queue(db: Database, report_id: int, targets: tuple[str, ...], actor_id: int | None) -> dict[str, str]:
-    """Make sure a row exists per target; returns each target's status."""
-    with db.session() as s:
-        have = {e.target: e for e in s.scalars(select(ReportExport).where(ReportExport.report_id == report_id))}
-        for t in targets:
-            if t not in have:
-                have[t] = ReportExport(
-                    report_id=report_id, target=t, status="queued", attempts=0, requested_by=actor_id
-                )
-                s.add(have[t])
-        return {t: have[t].status for t in targets}
+    """Make sure a row exists per target; returns each target's status.
+
+    Two doctors pressing Send at once both try to add the rows: the unique index keeps one,
+    and the loser reads the winner's.
+    """
+    for _attempt in range(2):
+        try:
+            with db.session() as s:
+                have = {e.target: e for e in s.scalars(select(ReportExport).where(ReportExport.report_id == report_id))}
+                for t in targets:
+                    if t not in have:
+                        have[t] = ReportExport(
+                            report_id=report_id, target=t, status="queued", attempts=0, requested_by=actor_id
+                        )
+                        s.add(have[t])
+                return {t: have[t].status for t in targets}
+        except IntegrityError:
+            continue
+    raise ConflictError(f"Report {report_id}'s export rows changed twice while queuing; press Send again")
 
 
 def _record(db: Database, report_id: int, target: str, scan_id: str, actor_id: int | None, error: str | None) -> None:

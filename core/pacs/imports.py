@@ -28,7 +28,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from core import audit
-from core.errors import AccessDeniedError, CasebookError, NotFoundError, PacsError
+from core.errors import AccessDeniedError, CasebookError, ImageRejectedError, NotFoundError, PacsError
 from core.imaging.importer import import_images
 from core.imaging.sources import Source
 from core.imaging.store import ImageStore
@@ -111,12 +111,20 @@ def linked(settings: Settings, db: Database, client: Pacs, study_uids: list[str]
 
 
 def _sources(datasets: list[Any]) -> list[Source]:
+    """The study's image instances as in-memory sources; reports, presentation states and other objects are left."""
     out = []
-    for i, ds in enumerate(datasets):
+    for ds in datasets:
+        if "PixelData" not in ds:  # an SR (ours, sent back earlier), a KO or a PR: nothing to review
+            continue
         buf = io.BytesIO()
         ds.save_as(buf, enforce_file_format=True)
         data = buf.getvalue()
-        out.append(Source(f"PACS instance {i + 1}", len(data), partial(bytes, data)))
+        out.append(Source(f"PACS instance {len(out) + 1}", len(data), partial(bytes, data)))
+    if not out:
+        raise ImageRejectedError(
+            f"The study holds no images ({len(datasets)} other object(s): reports, key objects, presentation states)",
+            hint="Nothing was imported; choose a study with images.",
+        )
     return out
 
 
