@@ -112,7 +112,7 @@ def linked(settings: Settings, db: Database, client: Pacs, study_uids: list[str]
 
 def _sources(datasets: list[Any]) -> list[Source]:
     """The study's image instances as in-memory sources; reports, presentation states and other objects are left."""
-    out = []
+    out: list[Source] = []
     for ds in datasets:
         if "PixelData" not in ds:  # an SR (ours, sent back earlier), a KO or a PR: nothing to review
             continue
