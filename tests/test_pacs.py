@@ -185,16 +185,19 @@ def test_round_trip_search_import_sign_export_amend(
 
 
 def test_sync_is_incremental_and_safe_to_rerun(rt: Runtime) -> None:
+    """Sync pages through every match: with search_limit 1 (the study list's cap) it still finds all three."""
+    settings = rt.settings.model_copy(update={"pacs": rt.settings.pacs.model_copy(update={"search_limit": 1})})
+    client = PacsClient(settings.pacs)
     doctor = _user(rt, "dr.pacs")
     first = _stored(rt, "CT_small.dcm")
     second = _stored(rt, "MR_small.dcm", patient=first.patient_name, patient_id=first.patient_id)
     query = StudyQuery(patient_id=first.patient_id)
-    out = sync(rt.settings, rt.db, _client(rt), query, actor_id=doctor, anatomy="brain")
+    out = sync(settings, rt.db, client, query, actor_id=doctor, anatomy="brain")
     assert sorted(o.status for o in out) == ["imported", "imported"]
     third = _stored(rt, "CT_small.dcm", patient=first.patient_name, patient_id=first.patient_id)
-    out = sync(rt.settings, rt.db, _client(rt), query, actor_id=doctor, anatomy="brain")
+    out = sync(settings, rt.db, client, query, actor_id=doctor, anatomy="brain")
     assert sorted(o.status for o in out) == ["imported", "skipped", "skipped"]
-    assert [o.status for o in sync(rt.settings, rt.db, _client(rt), query, actor_id=doctor)] == ["skipped"] * 3
+    assert [o.status for o in sync(settings, rt.db, client, query, actor_id=doctor)] == ["skipped"] * 3
     with rt.db.read_only() as s:
         scans = s.scalars(select(Scan)).all()
         assert len(scans) == 3 and len({sc.patient_id for sc in scans}) == 1  # one person, one Casebook patient

@@ -252,20 +252,21 @@ class PacsClient:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def search_studies(
-        self, query: StudyQuery, *, progress: Callable[[float, str], None] | None = None
+        self, query: StudyQuery, *, progress: Callable[[float, str], None] | None = None, limit: int | None = None
     ) -> list[StudyHit]:
-        """Studies matching ``query`` (at most ``pacs.search_limit``), newest first, fetched page by page."""
+        """Studies matching ``query`` (at most ``limit``, default ``pacs.search_limit``), newest first, page by page."""
         say = progress or (lambda _f, _m: None)
+        most = limit or self.limit
         fields = [("includefield", tag) for tag in ("00081030", "00201206", "00201208")]
         hits: list[StudyHit] = []
         with mapped_errors("Study search", self.where):
             offset = 0
-            while offset < self.limit:
-                paging = [("limit", str(min(PAGE, self.limit - offset))), ("offset", str(offset))]
+            while offset < most:
+                paging = [("limit", str(min(PAGE, most - offset))), ("offset", str(offset))]
                 page = self._qido("studies", [*query.filters().items(), *fields, *paging])
                 offset += len(page)
                 hits.extend(h for h in map(_hit, page) if query.matches(h))
-                say(min(0.99, offset / self.limit), f"{len(hits)} studies found")
+                say(min(0.99, offset / most), f"{len(hits)} studies found")
                 if len(page) < PAGE:
                     break
         say(1.0, f"{len(hits)} studies found")
@@ -309,9 +310,9 @@ class Pacs(Protocol):
     where: str
 
     def search_studies(
-        self, query: StudyQuery, *, progress: Callable[[float, str], None] | None = None
+        self, query: StudyQuery, *, progress: Callable[[float, str], None] | None = None, limit: int | None = None
     ) -> list[StudyHit]:
-        """Studies matching ``query``."""
+        """Studies matching ``query`` (at most ``limit``, default ``pacs.search_limit``)."""
         ...
 
     def retrieve_study(self, study_uid: str) -> list[Any]:

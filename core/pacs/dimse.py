@@ -109,12 +109,13 @@ class DimseClient:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def search_studies(
-        self, query: StudyQuery, *, progress: Callable[[float, str], None] | None = None
+        self, query: StudyQuery, *, progress: Callable[[float, str], None] | None = None, limit: int | None = None
     ) -> list[StudyHit]:
-        """Studies matching ``query`` (C-FIND, Study Root), at most ``pacs.search_limit``, newest first."""
+        """Studies matching ``query`` (C-FIND, Study Root), at most ``limit`` (``pacs.search_limit``), newest first."""
         from pydicom import Dataset
 
         say = progress or (lambda _f, _m: None)
+        most = limit or self.limit
         q = Dataset()
         q.QueryRetrieveLevel = "STUDY"
         for key in _FIND_KEYS:
@@ -130,9 +131,9 @@ class DimseClient:
                         raise PacsTimeoutError(f"Study search: {self.where} stopped answering")
                     if status.Status not in (0x0000, 0xFF00, 0xFF01):
                         raise PacsRefusedError(f"Study search: {self.where} answered status 0x{status.Status:04X}")
-                    if ident is not None and len(hits) < self.limit:
+                    if ident is not None and len(hits) < most:
                         hits.append(_hit(ident))
-                        say(min(0.99, len(hits) / self.limit), f"{len(hits)} studies found")
+                        say(min(0.99, len(hits) / most), f"{len(hits)} studies found")
             return hits
 
         hits = self._retried(run)

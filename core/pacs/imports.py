@@ -53,6 +53,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 PACS_IMPORT = "pacs.import"  # audit event, one per study tried
 STUDY_LABEL = "pacs-study"  # associated data of a sealed study UID
+SYNC_LIMIT = 100_000  # sync pages through every matching study (narrow it with the query's dates)
 Progress = Callable[[float, str], None]
 
 
@@ -216,7 +217,7 @@ def sync(
 ) -> list[StudyOutcome]:
     """Import every study matching ``query`` that is not imported yet; running it again imports nothing twice."""
     require_doctor(db, actor_id)
-    hits = client.search_studies(query)
+    hits = client.search_studies(query, limit=SYNC_LIMIT)  # every match, not the page's first search_limit
     return import_studies(
         settings, db, client, [h.study_uid for h in hits], actor_id=actor_id, anatomy=anatomy, progress=progress
     )
