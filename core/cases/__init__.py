@@ -9,10 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from core.cases.bundle import build_context_bundle as _bundle
-from core.contracts import BundleResult, SimilarCasesResult
-
 if TYPE_CHECKING:
+    from core.contracts import BundleResult, SimilarCasesResult
     from core.runtime import Runtime
 
 __all__ = ["build_context_bundle", "get_similar_cases"]
@@ -25,4 +23,6 @@ def get_similar_cases(runtime: Runtime, scan_id: str, top_k: int | None = None) 
 
 def build_context_bundle(runtime: Runtime, scan_id: str) -> BundleResult:
     """The strict context bundle for a scan, with its case ids kept beside it."""
-    return _bundle(runtime.case_search, scan_id)
+    from core.cases.bundle import build_context_bundle as bundle  # FAISS and the store load here, not at import
+
+    return bundle(runtime.case_search, scan_id)

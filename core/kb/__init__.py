@@ -11,14 +11,17 @@ measured retrieval quality.
 
 from __future__ import annotations
 
-from core.kb.base import KnowledgeBase
-from core.kb.demo.build import build_demo_kb, ensure_demo_kb
-from core.kb.index.ingest import IngestReport
-from core.kb.index.retriever import HybridRetriever
-from core.kb.lexicon import DrugLexicon, LexiconEntry
-from core.kb.parse.tokens import TokenCounter, make_token_counter
-from core.kb.protocols import LexiconRetriever, Retriever
-from core.kb.types import KB_NAMES, Chunk, FileError, Hit, SearchMode
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from core.kb.base import KnowledgeBase
+    from core.kb.demo.build import build_demo_kb, ensure_demo_kb
+    from core.kb.index.ingest import IngestReport
+    from core.kb.index.retriever import HybridRetriever
+    from core.kb.lexicon import DrugLexicon, LexiconEntry
+    from core.kb.parse.tokens import TokenCounter, make_token_counter
+    from core.kb.protocols import LexiconRetriever, Retriever
+    from core.kb.types import KB_NAMES, Chunk, FileError, Hit, SearchMode
 
 __all__ = [
     "KB_NAMES",
@@ -38,3 +41,32 @@ __all__ = [
     "ensure_demo_kb",
     "make_token_counter",
 ]
+
+
+# names load on first use (PEP 562): `import core.kb` stays cheap for the CLI's start-up
+_LAZY = {
+    "KnowledgeBase": "core.kb.base",
+    "build_demo_kb": "core.kb.demo.build",
+    "ensure_demo_kb": "core.kb.demo.build",
+    "IngestReport": "core.kb.index.ingest",
+    "HybridRetriever": "core.kb.index.retriever",
+    "DrugLexicon": "core.kb.lexicon",
+    "LexiconEntry": "core.kb.lexicon",
+    "TokenCounter": "core.kb.parse.tokens",
+    "make_token_counter": "core.kb.parse.tokens",
+    "LexiconRetriever": "core.kb.protocols",
+    "Retriever": "core.kb.protocols",
+    "KB_NAMES": "core.kb.types",
+    "Chunk": "core.kb.types",
+    "FileError": "core.kb.types",
+    "Hit": "core.kb.types",
+    "SearchMode": "core.kb.types",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

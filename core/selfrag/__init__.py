@@ -7,15 +7,20 @@
 See docs/SELFRAG.md for the stages, the critic positions and the benchmark.
 """
 
-from core.config.selfrag import SelfRagSettings
-from core.selfrag.critic import Critic, JudgeCritic, LLMReflectionCritic
-from core.selfrag.extract import extract_letter
-from core.selfrag.factory import build_pipeline, make_retriever, needs_llm
-from core.selfrag.generate import Generator, LLMGenerator
-from core.selfrag.pipeline import SelfRagPipeline
-from core.selfrag.retrieval import KBRetriever, QueryProcessor, StaticRetriever
-from core.selfrag.tokens import clean_answer
-from core.selfrag.types import CriticReading, Passage, SelfRagTrace
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from core.config.selfrag import SelfRagSettings
+    from core.selfrag.critic import Critic, JudgeCritic, LLMReflectionCritic
+    from core.selfrag.extract import extract_letter
+    from core.selfrag.factory import build_pipeline, make_retriever, needs_llm
+    from core.selfrag.generate import Generator, LLMGenerator
+    from core.selfrag.pipeline import SelfRagPipeline
+    from core.selfrag.retrieval import KBRetriever, QueryProcessor, StaticRetriever
+    from core.selfrag.tokens import clean_answer
+    from core.selfrag.types import CriticReading, Passage, SelfRagTrace
 
 __all__ = [
     "Critic",
@@ -37,3 +42,34 @@ __all__ = [
     "make_retriever",
     "needs_llm",
 ]
+
+
+# names load on first use (PEP 562): `import core.selfrag` stays cheap for the CLI's start-up
+_LAZY = {
+    "SelfRagSettings": "core.config.selfrag",
+    "Critic": "core.selfrag.critic",
+    "JudgeCritic": "core.selfrag.critic",
+    "LLMReflectionCritic": "core.selfrag.critic",
+    "extract_letter": "core.selfrag.extract",
+    "build_pipeline": "core.selfrag.factory",
+    "make_retriever": "core.selfrag.factory",
+    "needs_llm": "core.selfrag.factory",
+    "Generator": "core.selfrag.generate",
+    "LLMGenerator": "core.selfrag.generate",
+    "SelfRagPipeline": "core.selfrag.pipeline",
+    "KBRetriever": "core.selfrag.retrieval",
+    "QueryProcessor": "core.selfrag.retrieval",
+    "StaticRetriever": "core.selfrag.retrieval",
+    "clean_answer": "core.selfrag.tokens",
+    "CriticReading": "core.selfrag.types",
+    "Passage": "core.selfrag.types",
+    "SelfRagTrace": "core.selfrag.types",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -20,15 +20,14 @@ A signed report's sha256 is computed as it is inserted (``_seal_report``).
 from __future__ import annotations
 
 import logging
+import re
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from alembic import command
-from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event, inspect, select
+from sqlalchemy import Engine, create_engine, event, inspect, select, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
@@ -124,6 +123,23 @@ def _was_signed(report: Report) -> bool:
     return before is not None
 
 
+_REV = re.compile(r"^(down_revision|revision)\s*(?::[^=]+)?=\s*['\"]?([\w]+|None)['\"]?", re.M)
+
+
+def shipped_head() -> str | None:
+    """The one revision of ``migrations/versions`` that no other revision follows (``None`` if not one)."""
+    revs: set[str] = set()
+    downs: set[str] = set()
+    for path in (MIGRATIONS / "versions").glob("*.py"):
+        found = dict((k, v) for k, v in _REV.findall(path.read_text(encoding="utf-8")))
+        if "revision" not in found:
+            return None  # a file we cannot read this way: let Alembic decide
+        revs.add(found["revision"])
+        downs.add(found.get("down_revision", "None"))
+    heads = revs - downs
+    return heads.pop() if len(heads) == 1 else None
+
+
 class Database:
     """One database reached through a read-write and a read-only engine."""
 
@@ -151,15 +167,36 @@ class Database:
         return create_engine(url, echo=echo, pool_pre_ping=True, connect_args=connect_args)
 
     def migrate(self) -> None:
-        """Bring the schema to the newest Alembic revision (idempotent)."""
+        """Bring the schema to the newest Alembic revision (idempotent).
+
+        A database already at the newest revision is left alone without importing Alembic
+        (0.3-0.7 s of every command's start-up)."""
+        if self._at_head():
+            return
+        from alembic import command
+        from alembic.config import Config
+
         cfg = Config()
         cfg.set_main_option("script_location", str(MIGRATIONS))
         with self.engine.begin() as conn:
             cfg.attributes["connection"] = conn
             command.upgrade(cfg, "head")
 
+    def _at_head(self) -> bool:
+        """Whether the database's ``alembic_version`` is the newest revision shipped (read from the files)."""
+        head = shipped_head()
+        if head is None:
+            return False
+        try:
+            with self.engine.connect() as conn:
+                rows = conn.execute(text("SELECT version_num FROM alembic_version")).scalars().all()
+        except DBAPIError:  # a new database: no version table yet
+            return False
+        return rows == [head]
+
     def head_revision(self) -> str:
         """The newest Alembic revision shipped with this code."""
+        from alembic.config import Config
         from alembic.script import ScriptDirectory
 
         cfg = Config()
