@@ -18,7 +18,7 @@ from typing import Literal
 from core.answer.facts import AnswerFacts, EventCount, bundle_facts
 from core.answer.guards_text import INJECTION_REFUSAL, OFF_TOPIC
 from core.answer.lexicon import default_lexicon
-from core.answer.parts_answer import CARRIED, POINTER_HEAD, answer_part, pointer
+from core.answer.parts_answer import CARRIED, POINTER_HEAD, PREDICTION_CAVEAT, about_future, answer_part, pointer
 from core.answer.reader import QuestionReader, Reading
 from core.answer.understand import Intent, Understanding
 from core.config.ask import AskSettings
@@ -227,13 +227,15 @@ def compose(
     lexicon = (reader.lexicon if reader else None) or default_lexicon()
     parts = [answer_part(u, facts, _body(u, facts), conds, lexicon, question) for u in reading.parts if u.intent != "off_topic"]
     intent = _main_intent(reading)
+    future = any(u.intent == "prediction" or about_future(u.text) for u in reading.parts)
     if all(p.kind == "treatment" for p in parts):
         in_scope = any(p.in_scope for p in parts)
-        ans = AskAnswer(answer=parts[0].sentences[0], citedCaseIds=[], confidence="low")
+        said = parts[0].sentences[0] + (f" {PREDICTION_CAVEAT}" if future else "")
+        ans = AskAnswer(answer=said, citedCaseIds=[], confidence="low")
         return Composed(ans, "treatment", "out_of_scope", "treatment and management are out of scope", None, first,
                         reading, in_scope)  # fmt: skip
     if all(p.kind in {"not_recorded", "general", "treatment"} for p in parts):
-        reason = " ".join(dict.fromkeys(p.reason or "" for p in parts if p.reason))
+        reason = " ".join(dict.fromkeys([*(p.reason or "" for p in parts if p.reason), *([PREDICTION_CAVEAT] if future else [])]))
         insufficient = AskAnswer(answer=INSUFFICIENT_DATA, citedCaseIds=[], confidence="low")
         in_scope = any(p.in_scope for p in parts)
         return Composed(insufficient, intent, "insufficient", reason, facts, first, reading, in_scope)
@@ -247,6 +249,8 @@ def compose(
     sentences += [s for s in _entity_mentions(first, facts) if s not in sentences]
     if any(u.intent == "off_topic" for u in reading.parts):
         sentences.append(OFF_TOPIC)
+    if future and PREDICTION_CAVEAT not in sentences:
+        sentences.append(PREDICTION_CAVEAT)
     in_scope = any(p.in_scope for p in parts)
     answer = AskAnswer(answer=" ".join(sentences), citedCaseIds=facts.ids, confidence=confidence_for(bundle, settings))
     return Composed(answer, intent, "answer", None, facts, first, reading, in_scope)

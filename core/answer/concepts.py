@@ -22,10 +22,10 @@ from core.answer.terms import is_rare, term_evidence
 from core.answer.understand import EVENTS
 from core.answer.vocabulary import RELATED
 
-__all__ = ["Concept", "concepts_of", "matches"]
+__all__ = ["FRAME", "Concept", "concepts_of", "matches"]
 
 # Words that frame a count question rather than name what is counted.
-_FRAME = frozenset(
+FRAME = frozenset(
     str.split(
         "how many much number proportion percentage fraction share count counts any anyone anybody did do does had have "
         "has having were was is are be been being needed need needs needing require required requires requiring end "
@@ -92,7 +92,7 @@ def _one(phrase: str, lexicon: ConditionLexicon, negated: bool = False) -> Conce
     for e in EVENTS:  # "new lesions", "intensive care", "lose vision": a multi-word event cue names the event
         if any(" " in c and re.search(rf"\b{re.escape(c)}\b", phrase) for c in e.cues):
             return Concept(e.name, (e.stems,), negated, (), True, True)
-    words = [w for w in re.findall(r"[a-z][a-z0-9+]*(?:-[a-z0-9]+)*", phrase) if w not in _FRAME and len(w) > 1]
+    words = [w for w in re.findall(r"[a-z][a-z0-9+]*(?:-[a-z0-9]+)*", phrase) if w not in FRAME and len(w) > 1]
     if not words or all(_ordinary(w, lexicon) for w in words):
         return None
     name = " ".join(words)

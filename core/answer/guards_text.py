@@ -21,11 +21,17 @@ OFF_TOPIC = "Ask AI answers questions about this scan, its similar cases and its
 
 _INJECTION = re.compile(
     r"(\b(ignore|forget|disregard|override|bypass|suspend\w*)\b.{0,40}\b(rules?|instructions?|evidence|policy|"
-    r"restrictions?|guard\w*|prompt|missing data)\b|\bsystem\s*(?:override|prompt)?\s*:|#+\s*system|\badmin(?:istrator)? mode\b|"
-    r"\bdeveloper mode\b|\bnew (?:instruction|policy|task|rule)s?\b|</?\s*(?:context|system|instructions?)\s*>|"
-    r"\byou are now\b|\brules? (?:are |is )?(?:suspended|lifted|disabled|off)\b|\bi authori[sz]e you\b|"
-    r"\b(?:dosage|dosing|emergency|god|jailbreak) mode\b|\b(?:reply|respond|answer|output) (?:only )?with\b|\boutput (?:only|just)\b|\bjailbreak\b|\bpretend (?:you|to)\b|\bfloor disabled\b)",
-    re.I,
+    r"restrictions?|guard\w*|prompt|missing data)\b|\bsystem\s*(?:override|prompt)?\s*:|#+\s*system|"
+    r"\badmin(?:istrator)? mode\b|\bdeveloper mode\b|\bnew (?:instruction|policy|task|rule)s?\b|"
+    r"</?\s*(?:context|system|instructions?)\s*>|\byou are now\b|\brules? (?:are |is )?(?:suspended|lifted|disabled|off)\b|"
+    r"\bi authori[sz]e you\b|\b(?:dosage|dosing|emergency|god|jailbreak) mode\b|\bjailbreak\b|\bpretend (?:you|to)\b|"
+    r"\bfloor disabled\b|\b(?:reply|respond|answer|output) (?:only )?with\b|\boutput (?:only|just)\b|"
+    r"\b(?:act|behave) as\b|\broleplay\b|\bno longer bound\b|\bwithout (?:any )?(?:restrictions|rules|limits)\b|"
+    r"\bunrestricted\b|\b(?:reveal|print|show|repeat|leak)\b.{0,30}\b(?:system prompt|your (?:instructions|prompt|rules))\b|"
+    r"\[/?inst\]|<\|im_start\|>|^\s*(?:assistant|user)\s*:|\bdeveloper\b.{0,20}\b(?:message|note|override)\b|"
+    r"\b(?:full )?names? and (?:home )?address\w*|\bhome address\w*|\bphone numbers?\b|\bdates? of birth\b|"
+    r"\b(?:nhs|mrn|medical record|social security) (?:numbers?|no)\b|\bdisable\w* (?:the )?(?:guard|filter|safety|check)\w*)",
+    re.I | re.M,
 )
 
 

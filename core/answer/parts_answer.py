@@ -22,18 +22,25 @@ from core.answer.lexicon import ConditionLexicon
 from core.answer.terms import term_evidence
 from core.answer.understand import Understanding
 
-__all__ = ["CARRIED", "POINTER_HEAD", "PREDICTION_CAVEAT", "PartAnswer", "answer_part", "covered_by_guidelines", "pointer", "present_concepts"]
+__all__ = ["CARRIED", "POINTER_HEAD", "PREDICTION_CAVEAT", "PartAnswer", "about_future", "answer_part", "covered_by_guidelines", "pointer", "present_concepts"]
 
 POINTER_HEAD = "What to do for this patient is outside what similar cases can answer."
 CARRIED = "ask it there."  # the end of the pointer when Guideline QA covers the question
 PREDICTION_CAVEAT = "These are outcomes of past cases, not a prediction for this patient."
 _FUTURE = re.compile(
     r"\b(will (?:he|she|they|this|the|it|pt|i)|going to|gonna|is (?:he|she|this patient|the patient|pt) likely|"
-    r"likely to|chances?|odds|risk of|prognosis for (?:him|her|this)|expect(?:ed)?|future|end up|how long (?:till|until|"
-    r"before|does (?:he|she)|do (?:i|we)|will|has (?:he|she))|(?:can|could) (?:he|she) (?:go|return|walk|work|drive|fly|see)|"
-    r"(?:is|are) (?:he|she|they|this pt) (?:going|gonna)|(?:his|her) (?:survival|prognosis|outlook|risk))\b"
+    r"likely|likelihood|chances?|odds|risk|prognosis|outlook|life expectancy|expect(?:ed|ancy)?|future|end up|"
+    r"how long (?:till|until|before|does (?:he|she)|do (?:i|we)|will|has (?:he|she))|"
+    r"(?:can|could) (?:he|she) (?:go|return|walk|work|drive|fly|see)|(?:is|are) (?:he|she|they|this pt) (?:going|gonna)|"
+    r"(?:his|her) (?:survival|prognosis|outlook|risk|chances?)|surviv\w*|live (?:for|long|to|past)|"
+    r"(?:come|coming) back|recur (?:in|for) (?:him|her)|spread to|in (?:\d+|a few|five|ten|two) (?:years?|yrs?|months?))\b"
 )
 _CONDITION_NAMES = {"tuberculosis": "tuberculosis", "pneumonia": "community-acquired pneumonia"}
+
+
+def about_future(text: str) -> bool:
+    """True when normalised ``text`` asks about this patient's future ("will he go blind", "how long does he have")."""
+    return bool(_FUTURE.search(text))
 
 
 @dataclass(frozen=True)

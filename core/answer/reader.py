@@ -21,14 +21,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
+from wordfreq import zipf_frequency
 
-from core.answer.cues import Intent
+from core.answer.cues import CUES, Intent
 from core.answer.guards_text import looks_injected
 from core.answer.intent_model import IntentModel, features
 from core.answer.lexicon import ConditionLexicon, default_lexicon
+from core.answer.parts_answer import about_future
 from core.answer.split import split_question
 from core.answer.terms import clinical_terms
-from core.answer.understand import Understanding, _vocabulary, cue_intent, normalise, understand
+from core.answer.understand import COMMON, Understanding, _vocabulary, cue_intent, normalise, understand
 
 __all__ = ["INTENT_LABELS", "QuestionReader", "Reading"]
 
@@ -58,6 +60,20 @@ _ACTION = re.compile(
     r"manage (?:this|him|her|it)|(?:dose|dosing|dosage) of|recommend\w*|next step|plan for|candidate for|"
     r"what to (?:do|give|start)|give (?:him|her|them)|start (?:him|her|them|on)|for (?:this|the) patient|"
     r"(?:ok|safe|appropriate|suitable|indicated|fine) (?:for|to give|to start) (?:him|her|them))\b"
+)
+# A request for what to do for this patient, whatever the classifier read ("should he have surgery?").
+_REQUEST = re.compile(
+    r"\b(?:should|shall|must|do|can) (?:we|i|he|she|they|the patient|this patient|pt|him|her) (?:start|give|treat|"
+    r"operate|use|try|add|stop|switch|refer|admit|discharge|anticoagul\w*|consider|offer|go on|get|have|be (?:given|"
+    r"started|treated|referred|admitted|operated|discharged))\b|\bwhat (?:should|do|would) (?:we|i|you) (?:do|give|start|"
+    r"use|recommend)\b|\bhow (?:should|do|would) (?:we|i|you) (?:treat|manage)\b|\b(?:best|first-line|recommended) "
+    r"(?:treatment|therapy|management|drug|antibiotic|option)\b|\bnext steps?\b|\bmanagement plan\b|"
+    r"\bis (?:it|\w+) (?:ok|safe|indicated|appropriate) (?:to|for)\b"
+)
+# A dose or a named drug asked about for this patient is always treatment ("degarelix dose?").
+_DOSE_OR_DRUG_REQUEST = re.compile(
+    r"\b(doses?|dosing|dosage|mg|regimen|prescri\w*)\b|\b(?:what|which) (?:drug|antibiotic|medication)\b|"
+    r"\b(?:for|in) (?:him|her|this (?:patient|pt|man|woman|lady|guy))\b.*\b\w+(?:mab|nib|cillin|mycin|azole|floxacin|parin|xaban)\b"
 )
 _DRUG = re.compile(r"\b(\w+(?:mab|nib|cillin|mycin|pril|olol|statin|parin|xaban|plase|azole|floxacin)|doses?|dosing|mg)\b")
 _PAST_CASES = re.compile(r"\b(they|them|similar|cases?|others?|patients|those|these|any (?:of|one)|how many|were|did)\b")
@@ -95,6 +111,7 @@ class QuestionReader:
         self.model = model
         self.fallback_below = fallback_below
         self._checked = False
+        self._domain_words: frozenset[str] | None = None
 
     def _usable_model(self) -> IntentModel | None:
         if self.model is None or self._embed is None or self._embed_model_id is None:
@@ -105,6 +122,15 @@ class QuestionReader:
                 log.warning("The intent model was trained on %s; the cue patterns decide instead", self.model.model_id)
                 self.model = None
         return self.model
+
+    def _domain(self) -> frozenset[str]:
+        """Words that place a question in this domain: the reader's vocabulary, less everyday English."""
+        if self._domain_words is None:
+            from core.answer.concepts import FRAME
+
+            off = {w for name, pattern in CUES if name in {"off_topic", "injection"} for w in re.findall(r"[a-z]{3,}", pattern)}
+            self._domain_words = frozenset(_vocabulary(self.lexicon)) - COMMON - off | (FRAME - COMMON)
+        return self._domain_words
 
     def warm(self) -> None:
         """Load what the first question would otherwise load (the embedder, the English word lists)."""
@@ -139,6 +165,11 @@ class QuestionReader:
             intent = _treatment_only_for_this_patient(text, intent)
             u = understand(part, self.lexicon, intent=intent, confidence=p)
             terms = tuple(t for t in clinical_terms(text, known) if not _covered(t, u))
+            terms += tuple(a for a in _abbreviations(part, known) if a not in terms and not _covered(a, u))
+            if u.intent not in {"off_topic", "injection", "treatment"} and p < self.fallback_below and _off_topic(
+                text, terms, u, self._domain()
+            ):
+                u = replace(u, intent="off_topic")
             parts.append(replace(u, terms=terms))
         model = self._usable_model()
         return Reading(tuple(parts), split.report, model.design if model is not None else "cues")
@@ -157,10 +188,46 @@ def _inherit(texts: list[str], chosen: list[tuple[Intent, float]], below: float)
 
 
 def _treatment_only_for_this_patient(text: str, intent: Intent) -> Intent:
-    """Outcome questions about surgery or admission are outcomes; treatment needs a request about this patient."""
-    if intent == "treatment" and not (_ACTION.search(text) or _DRUG.search(text)) and _PAST_CASES.search(text):
-        return "count" if re.search(r"\b(how many|any|number of|proportion)\b", text) else "outcomes"
+    """Outcome questions about surgery or admission are outcomes; treatment needs a request about this patient.
+
+    A dose, a drug or "should we ..." about this patient is treatment whatever else the part says;
+    "will he need surgery" (no request for what to do) is a question about his future.
+    """
+    action = bool(_ACTION.search(text) or _DRUG.search(text))
+    if intent == "treatment" and not action:
+        if _PAST_CASES.search(text):
+            return "count" if re.search(r"\b(how many|any|number of|proportion)\b", text) else "outcomes"
+        if about_future(text):
+            return "prediction"
+    if intent not in {"injection", "off_topic", "treatment"} and (
+        _DOSE_OR_DRUG_REQUEST.search(text)
+        or _REQUEST.search(text)
+        or (cue_intent(text) == "treatment" and not _PAST_CASES.search(text) and not about_future(text))
+    ):
+        return "treatment"  # treatment words about no past case: a question about what to do for this patient
     return intent
+
+
+_NOT_TERMS = frozenset({"ai", "ct", "mri", "cxr", "pet", "oct", "us", "uss", "xr", "pt", "pts", "dx", "ddx", "hx", "rx",
+                        "tx", "sx", "fu", "ok", "pls", "asap", "icu", "itu", "ed", "er", "gp", "md", "dr", "the", "and"})
+
+
+def _abbreviations(part: str, known: frozenset[str]) -> tuple[str, ...]:
+    """Capitalised abbreviations ("DVT", "AKI", "HIV") the lexicon does not know: clinical terms to look up."""
+    out = []
+    for a in re.findall(r"\b[A-Z][A-Z0-9]{1,5}\b", part):
+        low = a.lower()
+        if low not in _NOT_TERMS and low not in known and zipf_frequency(low, "en") < 3.5:
+            out.append(low)
+    return tuple(dict.fromkeys(out))
+
+
+def _off_topic(text: str, terms: tuple[str, ...], u: Understanding, vocabulary: frozenset[str]) -> bool:
+    """Nothing in the part is about a scan: no clinical term, condition, event or question word of this domain."""
+    if terms or u.entities or u.unknown or u.event or u.attributes or about_future(text) or cue_intent(text) != "summary":
+        return False
+    words = [w for w in re.findall(r"[a-z]+", text) if w not in COMMON and len(w) > 2]
+    return bool(words) and not any(w in vocabulary for w in words)
 
 
 def _covered(term: str, u: Understanding) -> bool:

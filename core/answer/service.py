@@ -21,7 +21,7 @@ from core.answer.facts import AnswerFacts
 from core.answer.guard import GuardReport, enforce
 from core.answer.guard_inputs import refusal_lists
 from core.answer.kit import AskKit, HasAskKit, kit_of
-from core.answer.parts_answer import covered_by_guidelines
+from core.answer.parts_answer import PREDICTION_CAVEAT, about_future, covered_by_guidelines
 from core.answer.prompt import ask_messages, prompt_hash
 from core.answer.reader import Reading
 from core.answer.records import audit, begin_exchange, check_rate_limit, complete_exchange
@@ -125,6 +125,8 @@ def _instant(rt: AskKit, scan_id: str, q: str) -> tuple[BundleResult, AskResult]
     if all(u.intent == "treatment" for u in reading.parts):  # out of scope whatever the evidence holds
         in_scope = bool(covered_by_guidelines(q, result.bundle.currentScan.diagnosis, conditions))
         composed_ans = out_of_scope_answer(in_scope, conditions)
+        if any(u.intent == "prediction" or about_future(u.text) for u in reading.parts):
+            composed_ans = composed_ans.model_copy(update={"answer": f"{composed_ans.answer} {PREDICTION_CAVEAT}"})
         why = "treatment and management are out of scope"
         return result, AskResult(
             composed_ans, "fixed", None, composed_ans, intent="treatment", guideline_question=q if in_scope else None,
