@@ -25,7 +25,7 @@ $(STAMP): requirements.txt constraints-cpu.txt
 	rm -f $(VENV)/.installed-*
 	touch $@
 
-prepare: setup
+prepare: setup ocr-deps
 	$(PY) -m core setup
 
 run: prepare
@@ -39,7 +39,7 @@ lint: setup
 # pgvector and starts PostgreSQL 15 on 127.0.0.1:5499; otherwise they are skipped, with a message).
 # PACS tests (marker `pacs`) run against a private Orthanc started by scripts/orthanc_setup.sh (as root
 # it installs orthanc + orthanc-dicomweb and starts it on 127.0.0.1:8642 with authentication on).
-test: setup lint browser-deps
+test: setup lint browser-deps ocr-deps
 	$(PY) -m core setup
 	CASEBOOK_TEST_PG_URL="$${CASEBOOK_TEST_PG_URL:-$$(scripts/pg_setup.sh)}" \
 	CASEBOOK_TEST_ORTHANC_URL="$${CASEBOOK_TEST_ORTHANC_URL:-$$(scripts/orthanc_setup.sh)}" \
@@ -52,6 +52,12 @@ browser-deps:
 	@if [ -x /usr/bin/chromium ]; then :; \
 	 elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver fonts-noto-color-emoji >/dev/null; \
 	 else echo "chromium missing: browser tests will be skipped (sudo apt-get install chromium)"; fi
+
+# OCR of burned-in text in DICOM pixels (core/imaging/burnedin.py): Debian's tesseract-ocr, as root like browser-deps
+ocr-deps:
+	@if command -v tesseract >/dev/null; then :; \
+	 elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tesseract-ocr >/dev/null; \
+	 else echo "tesseract missing: DICOM imports without BurnedInAnnotation are refused (sudo apt-get install tesseract-ocr)"; fi
 
 bench: setup
 	$(PY) bench/similar_cases.py

@@ -62,8 +62,9 @@ def test_dates_removed_without_the_longitudinal_option() -> None:
 
 def test_a_surviving_identifier_fails_closed() -> None:
     ds = _ct()
-    ds.ReasonForTheRequestedProcedure = "follow-up, patient CompressedSamples"  # free text dicognito keeps
-    with pytest.raises(ImageRejectedError, match="ReasonForTheRequestedProcedure"):
+    # free text that neither dicognito nor the Annex E table touches (ContentDescription is not in Table E.1-1)
+    ds.ContentDescription = "follow-up, patient CompressedSamples"
+    with pytest.raises(ImageRejectedError, match="ContentDescription"):
         Deidentifier("seed-1", retain_dates=True).apply(ds, "f")
 
 

@@ -37,6 +37,17 @@ class ImagingSettings(Group):
         description="PS3.15 Annex E 'Retain Longitudinal Temporal Information with Modified Dates' option: "
         "dates are shifted by one secret offset per patient (intervals kept). Off: every date and time is removed.",
     )
+    birth_date: Literal["remove", "year"] = Field(
+        "remove",
+        description="The patient's birth date in stored DICOM files: `remove` (emptied, the Annex E Basic Profile) "
+        "or `year` (the original year kept as YYYY0101, for age-dependent reading).",
+    )
+    burned_in_ocr: Literal["redact", "refuse", "off"] = Field(
+        "redact",
+        description="DICOM pixels without BurnedInAnnotation=YES are read by OCR (tesseract): text found is blacked "
+        "out in every frame (`redact`) or the file is refused (`refuse`); `off` trusts the flag alone.",
+    )
+    ocr_frames: int = Field(3, ge=1, le=1000, description="Frames of a multi-frame file read by OCR, evenly spaced.")
     thumbnail_px: int = Field(160, ge=32, le=512, description="Longest side of thumbnails, in pixels.")
     render_cache_entries: int = Field(
         512, ge=0, description="Rendered slices (per series, slice, window and size) kept in memory per process."

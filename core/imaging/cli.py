@@ -76,3 +76,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--json", action="store_true", help="Print the result as JSON.")
     p.set_defaults(func=_demo_images)
+    p = sub.add_parser(
+        "annex-e",
+        help="Print the DICOM PS3.15 Annex E table Casebook applies, as Markdown (docs/DICOM_ANNEX_E.md is its output).",
+    )
+    p.set_defaults(func=_annex_e)
+
+
+def _annex_e(args: argparse.Namespace) -> int:
+    from core.imaging.annex_e import markdown_table
+
+    print(markdown_table(), end="")
+    return 0

@@ -10,8 +10,11 @@ Per file, in this order:
    Information with Modified Dates* option. With that option off
    (``imaging.retain_longitudinal_dates``) every date and time is removed instead.
 2. Private tags are dropped (``Dataset.remove_private_tags``).
-3. Free-text elements the Basic Profile removes (X) and dicognito keeps
-   (descriptions, comments, protocol names) are deleted: :data:`EXTRA_REMOVED`.
+3. The whole Basic Profile table (Table E.1-1, from a maintained source) is applied
+   over what dicognito left: :mod:`core.imaging.annex_e` (X removed, Z emptied, D
+   replaced, curves and overlays removed whole, the birth date removed or kept as its
+   year by ``imaging.birth_date``); then :data:`EXTRA_REMOVED`, the hand list this
+   module had before, as a floor.
 4. The de-identification is recorded in the file (Patient Identity Removed,
    De-identification Method and its code sequence, PS3.16 CID 7050).
 5. Fail closed: every original identifying value collected in step 0 is
@@ -29,7 +32,7 @@ import hmac
 import os
 import secrets
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from core.errors import ImageRejectedError
 
@@ -165,17 +168,29 @@ def burned_in(ds: Any) -> bool:
 class Deidentifier:
     """De-identifies datasets of one patient consistently (one ``uid_seed`` per patient)."""
 
-    def __init__(self, uid_seed: str, *, retain_dates: bool) -> None:
+    def __init__(self, uid_seed: str, *, retain_dates: bool, birth_date: Literal["remove", "year"] = "remove") -> None:
         from dicognito.anonymizer import Anonymizer
 
         self._anonymizer = Anonymizer(seed=uid_seed)
+        self._seed = uid_seed
         self.retain_dates = retain_dates
+        self.birth_date = birth_date
 
     def apply(self, ds: Any, name: str) -> None:
         """De-identify ``ds`` in place; raises :class:`ImageRejectedError` if an original value survives."""
+        from core.imaging.annex_e import apply_annex_e
+
         originals = identifying_values(ds)
+        birth_year = _text(ds.get("PatientBirthDate"))[:4]
+        if self.birth_date == "year":  # kept by choice (imaging.birth_date): its year is no leak
+            originals.discard(_text(ds.get("PatientBirthDate")))
         self._anonymizer.anonymize(ds)
         ds.remove_private_tags()
+        apply_annex_e(ds, retain_dates=self.retain_dates, birth_date=self.birth_date,
+                      birth_year=birth_year if birth_year.isdigit() else "", uid_salt=self._seed)  # fmt: skip
+        meta = getattr(ds, "file_meta", None)
+        if meta is not None and "SOPInstanceUID" in ds:  # the file meta names the same (re-derived) instance
+            meta.MediaStorageSOPInstanceUID = ds.SOPInstanceUID
         for kw in EXTRA_REMOVED:
             for source in (ds, ds.file_meta):
                 if kw in source:
@@ -184,6 +199,8 @@ class Deidentifier:
             for elem in list(ds.iterall()):
                 if elem.VR in ("DA", "DT", "TM"):
                     elem.value = ""
+            if self.birth_date == "year" and birth_year.isdigit():  # the year alone is kept by choice
+                ds.PatientBirthDate = f"{birth_year}0101"
         self._record(ds)
         leaked = self._survivors(ds, originals)
         if leaked:

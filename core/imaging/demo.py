@@ -24,6 +24,8 @@ from typing import Any
 
 from sqlalchemy import func, insert, select, text
 
+from core.errors import ImageRejectedError
+from core.imaging.burnedin import scrub_burned_in
 from core.imaging.deid import Deidentifier
 from core.imaging.dicomio import decode_pixels, read_dicom
 from core.imaging.phantoms import synthetic
@@ -80,12 +82,18 @@ def _real_file(anatomy: str, staged: StagedImport, settings: Settings) -> dict[s
     with open(str(path), "rb") as fh:
         ds = read_dicom(fh.read(), name, settings.imaging)
     decoded = decode_pixels(ds, name)
+    # examples_ybr_color.dcm draws its patient's name into every frame without declaring it: OCR and redact
+    try:
+        shown, _ = scrub_burned_in(ds, decoded.frames, name, "redact", settings.imaging.ocr_frames)
+    except ImageRejectedError as exc:  # no tesseract here: the demo shows synthetic images only, never unchecked text
+        log.warning("%s; the %s demo uses synthetic images only", exc, anatomy)
+        return None
     Deidentifier(_DEMO_SEED, retain_dates=True).apply(ds, name)
     buf = io.BytesIO()
     ds.save_as(buf, enforce_file_format=True)
     return {
         "file": staged.add_bytes(buf.getvalue(), "dcm"),
-        "pixels": staged.add_frames(decoded.frames),
+        "pixels": staged.add_frames(shown),
         "modality": str(ds.get("Modality") or "OT"),
         "window": decoded.window,
         "label": label,

@@ -34,6 +34,7 @@ from sqlalchemy.orm import Session
 
 from core import audit
 from core.errors import CasebookError, ImageRejectedError
+from core.imaging.burnedin import scrub_burned_in
 from core.imaging.deid import Deidentifier, identity_key
 from core.imaging.dicomio import decode_pixels, read_dicom
 from core.imaging.encoders import ImageEncoder, embed_series, make_image_encoder
@@ -162,7 +163,9 @@ def _decode_and_stage(
     total: int,
 ) -> list[tuple[Scan, list[_SeriesOut], ImportPatient]]:
     deids = {
-        i: Deidentifier(p.uid_seed, retain_dates=settings.imaging.retain_longitudinal_dates) for i, p in people.items()
+        i: Deidentifier(p.uid_seed, retain_dates=settings.imaging.retain_longitudinal_dates,
+                        birth_date=settings.imaging.birth_date)
+        for i, p in people.items()
     }
     done = 0
     out = []
@@ -187,10 +190,12 @@ def _decode_and_stage(
             else:
                 ds = read_dicom(data, c.source.name, settings.imaging)
                 decoded = decode_pixels(ds, c.source.name)
+                shown, _ = scrub_burned_in(ds, decoded.frames, c.source.name, settings.imaging.burned_in_ocr,
+                                           settings.imaging.ocr_frames)  # fmt: skip
                 deids[ident].apply(ds, c.source.name)
                 buf = io.BytesIO()
                 ds.save_as(buf, enforce_file_format=True)
-                frames, window, ext = decoded.frames, decoded.window, "dcm"
+                frames, window, ext = shown, decoded.window, "dcm"
                 file_sha = staged.add_bytes(buf.getvalue(), "dcm")
                 modality, sop = str(ds.get("Modality") or "OT"), str(ds.get("SOPInstanceUID") or "")
                 series_uid, study_uid = str(ds.get("SeriesInstanceUID") or ""), str(ds.get("StudyInstanceUID") or "")
