@@ -1,7 +1,9 @@
-"""Ask AI and report drafts in real headless Chromium (issue 13): count, treatment pointer, signable draft.
+"""Ask AI and report drafts in real headless Chromium (issues 13, 23): count, two parts, treatment pointer, draft.
 
 A doctor asks a count question about the tension-pneumothorax scan and gets the number
-computed from the cited cases; asks a treatment question and is pointed to Guideline QA
+computed from the cited cases; asks a two-part question and gets both parts (a count and
+"Haemothorax is not recorded"); asks a treatment question Guideline QA does not cover and is
+told so; asks one it covers (pneumonia) and is pointed to Guideline QA
 with the question carried over; then generates, saves and signs a COPD draft whose
 COMPARISON section holds the dated prior reports and whose text carries no case ID.
 A second test drafts with a slow model (the loopback server, one token every 0.15 s):
@@ -114,10 +116,24 @@ def test_count_treatment_pointer_and_signable_draft(server: tuple[str, Path]) ->
             expect(page.locator("[class*='st-key-chip-']").first).to_be_visible()
             page.screenshot(path=str(ARTIFACTS / "ask-01-count.png"))
 
-            # a treatment question is pointed to Guideline QA, no case cited, the question carried over
-            question = "Should we insert a chest drain now?"
+            # issue 23: a two-part question gets both parts: the count, and the term no case records
+            _ask(page, "any deaths among them, and any haemothorax?")
+            both = page.locator("[data-testid='stChatMessage']").filter(has_text="Haemothorax is not recorded")
+            expect(both.last).to_be_visible(timeout=TIMEOUT_MS)
+            expect(both.last).to_contain_text(re.compile(r"\d of 5 similar cases record death"))
+            both.last.scroll_into_view_if_needed()
+            page.screenshot(path=str(ARTIFACTS / "ask-01b-two-parts.png"))
+
+            # a treatment question Guideline QA does not cover says so: no source here, nothing carried over
+            _ask(page, "Should we insert a chest drain now?")
+            expect(page.get_by_text("no source in Casebook covers this question").last).to_be_visible(timeout=TIMEOUT_MS)
+            expect(page.get_by_role("button", name="Ask Guideline QA instead")).to_have_count(0)
+
+            # one it covers (pneumonia) is pointed to Guideline QA, no case cited, the question carried over
+            _open_patient(page, "nair")
+            question = "Which antibiotic should we start?"
             _ask(page, question)
-            expect(page.get_by_text(OUT_OF_SCOPE.split(". ")[0])).to_be_visible(timeout=TIMEOUT_MS)
+            expect(page.get_by_text(OUT_OF_SCOPE).last).to_be_visible(timeout=TIMEOUT_MS)
             link = page.get_by_role("button", name="Ask Guideline QA instead")
             expect(link).to_be_visible()
             page.screenshot(path=str(ARTIFACTS / "ask-02-treatment.png"))

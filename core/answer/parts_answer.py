@@ -139,7 +139,7 @@ def count_concepts(
                 (pos if hit else neg).append(c.case_id)
         if not pos and not neg:
             if concept.clinical:  # "ones like her ok" names nothing to look up: no "not recorded" for it
-                missing.append(concept.name)
+                missing += [o.name for o in concept.options if o.clinical] or [concept.name]
                 events_only = events_only and concept.event
             continue
         sentences.append(concept_count_sentence(concept.name, EventCount(concept.name, tuple(pos), tuple(neg), facts.n), facts))
@@ -178,9 +178,11 @@ def answer_part(
         sentences += body
         return _with_caveat(u, sentences)
     if u.intent in {"outcomes", "prediction", "summary"}:  # "died vs recovered vs recurred": counted too
-        counted, _, _ = count_concepts(u, facts, lexicon)
+        counted, absent, events_only = count_concepts(u, facts, lexicon)
         same = f"{facts.n} of {facts.n} similar cases record {facts.ai_diagnosis.lower()}"
         sentences += [c for c in counted if not c.startswith(same)]
+        if absent and events_only:  # "did they need surgery": an outcome question about an event no case records
+            sentences.append(not_recorded_sentence(absent, facts))
     present, missing = present_concepts(u, facts)
     named = bool(u.entities or u.unknown or u.terms or u.attributes)
     if missing and not present and named and u.intent in {"differential", "summary", "severity"} | (
