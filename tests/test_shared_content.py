@@ -149,3 +149,29 @@ def test_a_space_dose_the_label_does_not_state_is_a_conflict(rt: Runtime, drug: 
     if conflicts:
         assert conflicts[0].drug == drug and f"{amount:g} {unit}" in conflicts[0].stated
         assert (float(base), unit) in doses(" ".join(conflicts[0].label))
+
+
+def test_the_page_names_each_bullets_origin_and_never_answers_with_the_conflict(
+    rt: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.test_app_support import page, texts, use_root, user_of
+
+    if not any(d.shared for d in DocumentSpaces(rt.kb).documents("u5")):
+        test_sharing_needs_a_second_doctor_and_is_audited(rt)
+    use_root(rt.settings.paths.resolve(rt.settings.paths.data_dir).parent, monkeypatch)
+    monkeypatch.setenv("CASEBOOK_KB__PROGRESS", "false")
+    at = page("guideline_qa", user_of(rt, "dr.chen")).run()
+    at.text_area(key="guideline-question").input("What is the usual adult dose of isoniazid?")
+    at.button[0].click()
+    at = at.run()
+    assert not at.exception
+    shown = texts(at)
+    bullets = at.session_state["guideline:result"].bullets
+    assert bullets and shown.count("Curated source:") >= len(bullets), shown[:2000]  # one origin line per bullet
+    assert "3000" not in shown
+    at.toggle(key="guideline-only-mine").set_value(True).run()
+    at.text_area(key="guideline-question").input("What is the adult dose of isoniazid?")
+    at.button[0].click()
+    at = at.run()
+    shown = texts(at)
+    assert "shown as a conflict" in shown and "INSTRUCTION" not in shown, shown[:2000]
