@@ -20,6 +20,12 @@ number and hash, and appends ``seq + 1`` with ``row_hash = sha256(prev_hash +
 row)``. Concurrent writers therefore queue instead of forking the chain; the
 unique index on ``seq`` would refuse a fork anyway. Database triggers refuse
 UPDATE and DELETE on ``audit_log``; :func:`verify` recomputes the chain.
+
+Keys: each row also stores ``row_mac``, an HMAC of its hash under the record key
+(:mod:`core.store.keys`), which the database does not hold, so a rewritten chain
+with recomputed hashes still fails; and after each commit the head is
+checkpointed outside the database (:mod:`core.store.checkpoint`), so a chain cut
+short and re-headed fails too.
 """
 
 from __future__ import annotations
@@ -35,7 +41,8 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
-from core.store.db import Database
+from core.store.checkpoint import read_checkpoint
+from core.store.db import Database, keyring_of
 from core.store.integrity import GENESIS, audit_row_hash
 from core.store.models import AuditHead, AuditLog, utcnow
 
@@ -52,6 +59,7 @@ __all__ = [
     "LOGOUT",
     "REBUILD",
     "REPORT_AMEND",
+    "REPORT_SEAL",
     "SCAN_READ",
     "SETTINGS_CHANGE",
     "UPLOAD",
@@ -68,6 +76,7 @@ DRAFT_GENERATE = "draft"  # the name the draft generator has always written
 DRAFT_SAVE = "draft.save"
 DRAFT_SIGN = "draft.sign"
 REPORT_AMEND = "report.amend"
+REPORT_SEAL = "report.seal"  # a signed report that entered the record without a draft (demo seed, migration 0005)
 UPLOAD = "upload"
 IMPORT = "import"
 LOGIN = "login"
@@ -87,6 +96,7 @@ EVENTS: frozenset[str] = frozenset(
         DRAFT_SAVE,
         DRAFT_SIGN,
         REPORT_AMEND,
+        REPORT_SEAL,
         UPLOAD,
         IMPORT,
         LOGIN,
@@ -169,9 +179,12 @@ def record_in(
         "detail": {str(k): safe_value(v) for k, v in ids.items()},
     }
     row_hash = audit_row_hash(prev_hash=prev, **row)
-    session.add(AuditLog(**row, prev_hash=prev, row_hash=row_hash))
+    ring = keyring_of(session)
+    mac = ring.seal(row_hash) if ring is not None else None
+    session.add(AuditLog(**row, prev_hash=prev, row_hash=row_hash, row_mac=mac))
     session.flush()
     session.execute(update(head).where(head.c.id == 1).values(last_hash=row_hash))
+    session.info["audit_head"] = (int(seq), row_hash)  # checkpointed outside the database after commit
     return int(seq)
 
 
@@ -233,13 +246,15 @@ def _row_fields(r: AuditLog) -> Mapping[str, Any]:
 
 
 def verify(db: Database, *, max_problems: int = 50) -> AuditVerification:
-    """Recompute the whole chain: contiguous ``seq`` from 1, each ``prev_hash`` the row before, each hash right.
+    """Recompute the whole chain and check it against the record key and the checkpoint outside the database.
 
-    Record the printed head hash somewhere else now and then: a chain cut
-    short and re-headed by someone who can drop the triggers is caught only by
-    comparing with a head noted earlier.
+    Contiguous ``seq`` from 1, each ``prev_hash`` the row before, each hash right,
+    each ``row_mac`` the HMAC of the row's hash under a key of the keyring; and
+    the checkpointed head (``audit-head.json`` beside the key) must be a row of
+    the chain with the same hash: a chain cut short and re-headed fails here.
     """
     out = AuditVerification()
+    rows_at: dict[int, str] = {}
     with db.read_only() as s:
         head = s.get(AuditHead, 1)
         prev, expect = GENESIS, 1
@@ -256,11 +271,24 @@ def verify(db: Database, *, max_problems: int = 50) -> AuditVerification:
                 problem = f"seq {r.seq}: prev_hash does not match the row before"
             elif r.row_hash != audit_row_hash(prev_hash=prev, **_row_fields(r)):
                 problem = f"seq {r.seq}: row_hash does not match its content"
+            elif why := db.keyring.check(r.row_hash, r.row_mac):
+                problem = f"seq {r.seq}: the row {why}"
             if problem and len(out.problems) < max_problems:
                 out.problems.append(problem)
             if r.seq is not None:
                 prev, expect = r.row_hash or "", r.seq + 1
+                rows_at[r.seq] = r.row_hash or ""
     out.head_seq, out.head_hash = (head.seq, head.last_hash) if head else (0, GENESIS)
     if out.head_seq != expect - 1 or out.head_hash != prev:
         out.problems.append(f"the head names seq {out.head_seq}, the chain ends at seq {expect - 1}")
+    mark = read_checkpoint(db.checkpoint_file, db.keyring) if db.checkpoint_file else None
+    if mark is not None:
+        if mark.problem:
+            out.problems.append(mark.problem)
+        elif mark.seq > expect - 1:
+            out.problems.append(
+                f"the chain ends at seq {expect - 1} but seq {mark.seq} was checkpointed: audit rows were removed"
+            )
+        elif mark.seq and rows_at.get(mark.seq) != mark.row_hash:
+            out.problems.append(f"seq {mark.seq} no longer has the hash checkpointed for it: the chain was rewritten")
     return out

@@ -111,6 +111,7 @@ def authenticate(
     window_s: float = 300.0,
     source: str | None = None,
     max_source_failures: int = 0,
+    max_global_failures: int = 0,
 ) -> CurrentUser | None:
     """The user whose bcrypt hash matches ``password``, or ``None`` (unknown user, no hash, wrong password).
 
@@ -122,6 +123,9 @@ def authenticate(
     attempt is recorded and the lock tested in one serialised transaction
     *before* the password is checked, and an attempt in flight counts as a
     failure, so N simultaneous guesses check at most ``max_failures`` passwords.
+    ``max_global_failures`` counts failures of every account together and needs no
+    client address: password spraying (one guess on each of many accounts, behind a
+    proxy or with no address known) stops there for everyone until failures age out.
     Failures leave the count only by ageing out of the window: a success does
     not erase them, since a success racing a burst of guesses would otherwise
     let another ``max_failures`` guesses through. Every outcome is audited (ids only).
@@ -135,7 +139,9 @@ def authenticate(
     keys = [(_key("account", name), max_failures)]
     if source:
         keys.append((_key("source", source), max_source_failures))
-    limited = max_failures > 0 or (bool(source) and max_source_failures > 0)
+    if max_global_failures > 0:
+        keys.append((_key("global", "*"), max_global_failures))
+    limited = max_failures > 0 or max_global_failures > 0 or (bool(source) and max_source_failures > 0)
     attempt_ids = _begin_attempt(db, keys, window_s, actor) if limited else []
     candidate = stored.encode() if stored else _dummy_hash()
     try:

@@ -15,6 +15,7 @@ Code catches the narrowest class it can handle; the CLI and the pages print
     │   └── CorpusInputError         bad corpus lines or embeddings (listed by line number)
     ├── ReadOnlyViolationError       inference tried to write
     ├── ImmutableRecordError         a signed report was about to change
+    ├── RecordIntegrityError         a record's seal or the record key does not verify
     ├── ConflictError                a stale draft edit or a concurrent amendment
     ├── AccessDeniedError            another doctor's draft, another patient's scan
     ├── IndexStateError              an index is missing, stale or corrupt
@@ -75,6 +76,7 @@ __all__ = [
     "PacsUnreachableError",
     "RateLimitedError",
     "ReadOnlyViolationError",
+    "RecordIntegrityError",
     "disk_full_as_error",
     "is_disk_full",
 ]
@@ -163,6 +165,12 @@ class ImmutableRecordError(CasebookError):
     hint = "Signed reports are read-only. Create an amended version instead."
 
 
+class RecordIntegrityError(CasebookError):
+    """A stored record cannot be trusted: its seal does not verify, or its key is not held."""
+
+    hint = "Run `python -m core reports verify` and `python -m core audit verify`; restore the record key file."
+
+
 class AccessDeniedError(CasebookError):
     """The signed-in user may not touch this record (another doctor's draft, another patient's scan)."""
 
@@ -226,8 +234,9 @@ def disk_full_as_error(where: Path, what: str, hint: str) -> Iterator[None]:
     """
     try:
         yield
-    except (OSError, sqlite3.OperationalError, RuntimeError) as exc:
-        if not is_disk_full(exc):
+    except Exception as exc:
+        # a database driver's error wrapped by SQLAlchemy (DBAPIError) carries the driver's in ``orig``
+        if not (is_disk_full(exc) or is_disk_full(getattr(exc, "orig", None) or exc)):
             raise
         raise DiskFullError(f"{what}: no room left under {where} ({exc})", hint=hint) from exc
 

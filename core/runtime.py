@@ -97,7 +97,12 @@ class Runtime:
         from core.store.db import Database
 
         s = self.settings
-        db = Database(s.database_url, echo=s.store.echo_sql, busy_timeout_s=s.store.sqlite_busy_timeout_s)
+        db = Database(
+            s.database_url,
+            echo=s.store.echo_sql,
+            busy_timeout_s=s.store.sqlite_busy_timeout_s,
+            key_file=s.record_key_path,
+        )
         db.migrate()
         return db
 

@@ -32,11 +32,24 @@ def token_hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def create_session(db: Database, user_id: int, *, lifetime_s: float, now: float | None = None) -> str:
-    """A new session for ``user_id`` that ends ``lifetime_s`` from now at the latest; returns the token."""
+def create_session(
+    db: Database, user_id: int, *, lifetime_s: float, now: float | None = None, replaces: str | None = None
+) -> str:
+    """A new session for ``user_id`` that ends ``lifetime_s`` from now at the latest; returns the token.
+
+    Every log-in gets a fresh token. ``replaces`` is any token the browser already held
+    (a cookie planted by someone else, or an older session): it is revoked in the same
+    transaction, whoever it belonged to, so a fixed token never outlives a log-in.
+    """
     t = time.time() if now is None else now
     token = secrets.token_urlsafe(32)
     with db.session() as s:
+        if replaces:
+            s.execute(
+                update(UserSession)
+                .where(UserSession.token_hash == token_hash(replaces), UserSession.revoked_at.is_(None))
+                .values(revoked_at=t)
+            )
         s.add(
             UserSession(
                 token_hash=token_hash(token), user_id=user_id, created_at=t, last_seen_at=t, expires_at=t + lifetime_s

@@ -126,6 +126,11 @@ class Settings(BaseSettings):
             return self.store.url
         return f"sqlite:///{self.paths.resolve(self.paths.data_dir) / 'casebook.db'}"
 
+    @property
+    def record_key_path(self) -> Path:
+        """The effective record key file (``store.record_key_file`` or ``<data_dir>/keys/records.key``)."""
+        return self.paths.resolve(self.store.record_key_file or self.paths.data_dir / "keys" / "records.key")
+
 
 def preset_path(preset: str) -> Path:
     """Resolve a preset name or path to an existing YAML file."""

@@ -122,7 +122,7 @@ def draft_editor(rt: Runtime, user: CurrentUser, scan_id: str) -> None:
     key = state_key(scan_id)
     slot = st.empty()  # always one element here, so the widgets below keep their places between runs
     if shown := st.session_state.pop(FLASH, None):
-        {"success": slot.success, "info": slot.info}.get(shown[0], slot.error)(shown[1])
+        {"success": slot.success, "info": slot.info}.get(shown[0], slot.error)(inert(shown[1]))
     state = st.session_state.get(key)
     if state is None:
         st.caption("No draft in progress for this scan.")

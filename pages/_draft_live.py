@@ -20,7 +20,7 @@ from core.llm.budget import CancelToken
 from core.llm.plan import plan_call
 from pages._draft import flash, load_generated, state_key
 from pages._model_choice import ChoiceBox, model_for
-from pages._shared import current_user
+from pages._shared import current_user, feature_limit
 from pages._text import inert
 
 if TYPE_CHECKING:
@@ -95,6 +95,7 @@ def draft_generation(rt: Runtime, scan_id: str, requested: bool) -> None:
             return
         if call.starts and (note := call.note()):
             st.caption(f"{inert(note)}.")
-        _write(rt, scan_id, plan, llm if call.starts else None, call.token())
+        with feature_limit("draft"):
+            _write(rt, scan_id, plan, llm if call.starts else None, call.token())
     except CasebookError as exc:
         flash("error", f"Could not generate a draft: {exc}. {exc.hint}")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import streamlit as st
 
 from core.errors import CasebookError
-from pages._shared import runtime_for, runtime_part, show_error
+from pages._shared import feature_limit, runtime_for, runtime_part, show_error
 from pages._text import inert
 
 if TYPE_CHECKING:
@@ -204,7 +204,7 @@ def ask_panel(settings: str, kbs: dict[str, Any], spaces: tuple[str, ...] = ()) 
             st.warning("Type a question first.")
         else:
             try:
-                with st.spinner("Retrieving and checking evidence…"):
+                with feature_limit("guideline"), st.spinner("Retrieving and checking evidence…"):
                     st.session_state[RESULT_KEY] = qa_for(settings).answer(
                         question.strip(), route=ROUTES[choice], spaces=spaces, only_spaces=only_mine and bool(spaces)
                     )

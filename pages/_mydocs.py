@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import streamlit as st
 
 from core.errors import CasebookError
-from pages._shared import show_error
+from pages._shared import feature_limit, show_error
 from pages._text import inert
 
 if TYPE_CHECKING:
@@ -99,7 +99,7 @@ def _upload(settings: str, user_id: int, owner: str, files: list[Any]) -> None:
     named = [(str(f.name), bytes(f.getvalue())) for f in files]
     space = space_of(owner)
     try:
-        with st.spinner(f"Reading and indexing {len(named)} document(s)… large PDFs take a minute or two."):
+        with feature_limit("upload"), st.spinner(f"Reading and indexing {len(named)} document(s)… large PDFs take a minute or two."):
             report = spaces_for(settings).upload(owner, named)
     except CasebookError as exc:
         audit.record(get_runtime().db, audit.UPLOAD, user_id, space, outcome="error", files=len(named))

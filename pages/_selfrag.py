@@ -11,7 +11,7 @@ import streamlit as st
 
 from core.errors import CasebookError
 from core.settings import REPO_ROOT
-from pages._shared import get_runtime, runtime_for, runtime_part, show_error
+from pages._shared import feature_limit, get_runtime, runtime_for, runtime_part, show_error
 from pages._text import inert
 
 if TYPE_CHECKING:
@@ -141,7 +141,7 @@ def question_tab(settings: str) -> None:
                 st.error(inert(exc))
                 return
             try:
-                with st.spinner("Running the pipeline (a local model takes tens of seconds)…"):
+                with feature_limit("selfrag"), st.spinner("Running the pipeline (a local model takes tens of seconds)…"):
                     st.session_state[TRACE_KEY] = pipeline_for(settings).run(question.strip(), opts, mode=mode)
             except CasebookError as exc:
                 show_error("The pipeline failed", exc)

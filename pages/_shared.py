@@ -10,6 +10,8 @@ and the index version. The URL carries only the opaque scan id.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import streamlit as st
@@ -212,6 +214,7 @@ def login_form() -> None:
                 window_s=ui.login_lockout_s,
                 source=_client_address(),
                 max_source_failures=ui.max_failed_logins_per_source,
+                max_global_failures=ui.max_failed_logins_global,
             )
         except RateLimitedError as exc:
             st.error(inert(exc), icon="🔒")
@@ -219,7 +222,10 @@ def login_form() -> None:
         if user is None:
             st.error("Unknown username or wrong password.")
         else:
-            st.session_state[SESSION_KEY] = create_session(rt.db, user.id, lifetime_s=ui.session_max_lifetime_s)
+            held = st.session_state.get(SESSION_KEY) or _cookie_token()  # a pre-set token is revoked, never reused
+            st.session_state[SESSION_KEY] = create_session(
+                rt.db, user.id, lifetime_s=ui.session_max_lifetime_s, replaces=held
+            )
             st.session_state[USER_KEY] = user
             st.rerun()  # the same URL: a deep link (page and ?scan=) opens once signed in
     st.caption("Demo logins: `dr.chen` (doctor) or `rahul.mehta` (patient); password `casebook-demo`.")
@@ -322,6 +328,20 @@ def _audit_scan_read(user: CurrentUser, scan_id: str) -> None:
     if scan_id not in seen:
         audit.record(get_runtime().db, audit.SCAN_READ, user.id, scan_id)
         seen.add(scan_id)
+
+
+@contextmanager
+def feature_limit(feature: str) -> Iterator[None]:
+    """The signed-in user's rate limit on ``feature`` for the block (``ui.feature_rate_limits``); a refusal is free."""
+    from core.limits import limited
+
+    rt, user = get_runtime(), current_user()
+    ui = rt.settings.ui
+    if user is None:
+        yield
+        return
+    with limited(rt.db, user.id, feature, limit=ui.feature_rate_limits.get(feature, 10), window_s=ui.feature_rate_window_s):
+        yield
 
 
 def show_error(what: str, exc: Exception) -> None:

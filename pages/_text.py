@@ -9,7 +9,9 @@ goes through :func:`inert` first, which backslash-escapes every ASCII
 punctuation character that can take part in Markdown (all but ``, ; ? ' " %``).
 CommonMark lets any ASCII punctuation be escaped, so the result has no Markdown
 or HTML left to act on: no link, image, autolink, raw HTML, emphasis,
-directive or formula; it renders as the characters typed.
+directive or formula; it renders as the characters typed. Bare addresses
+(``http://``, ``www.``, ``name@host``) get an invisible word joiner, since the
+renderer links them after resolving escapes.
 
 ``tests/test_inert_text.py`` walks the pages' code and fails on a rendering
 call whose text is not a literal, a number with a format (``{n:d}``), or a
@@ -18,6 +20,7 @@ call of :func:`inert`.
 
 from __future__ import annotations
 
+import re
 import string
 
 __all__ = ["inert"]
@@ -28,6 +31,19 @@ _ESCAPES[ord("\r")] = ""
 _ESCAPES[ord("\n")] = "  \n"  # a hard line break: the text keeps its lines, never becomes a heading or list
 
 
+# Streamlit's renderer turns bare addresses into links *after* escapes are resolved (GFM autolink
+# literals: "http://", "www.", "name@host"), so escaping cannot stop them. An invisible WORD JOINER
+# (U+2060) inside each pattern does: the text reads and copies the same, and no link is made.
+_JOIN = "\u2060"
+_AUTOLINK = re.compile(r"(:)(//)|(www)(\.)|(@)", re.IGNORECASE)
+
+
+def _unlink(m: re.Match[str]) -> str:
+    if m.group(5):  # "@": the joiner goes after it
+        return "@" + _JOIN
+    return _JOIN.join(g for g in m.groups() if g is not None)
+
+
 def inert(text: object) -> str:
-    """``text`` as Markdown that shows exactly its characters (line breaks kept)."""
-    return str("" if text is None else text).translate(_ESCAPES)
+    """``text`` as Markdown that shows exactly its characters (line breaks kept) and links nothing."""
+    return _AUTOLINK.sub(_unlink, str("" if text is None else text)).translate(_ESCAPES)

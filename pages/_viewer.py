@@ -4,11 +4,15 @@ The viewer gets every frame of a series at once through the session's websocket
 (:mod:`core.imaging.viewer_data`, ``components/viewer``) and windows, scrolls and measures
 in the browser. Thumbnails are PNGs from :mod:`core.imaging.render` through one cached
 :class:`~core.imaging.render.Renderer` per process. The AI reading is shown beside the
-image, never drawn on it; patients get no AI reading and no second pane.
+image, never drawn on it; patients get no AI reading and no second pane. Every image
+reaches the browser inside the page (the component's message, :func:`png_image`), never on
+a ``/media/`` URL that any client holding it could fetch.
 """
 
 from __future__ import annotations
 
+import base64
+import html
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -46,6 +50,21 @@ def scan_series(scan_id: str, settings: str) -> list[SeriesView]:
 def _png(series: SeriesView, index: int, window: Window | None, size: int, zoom: float = 1.0) -> bytes:
     sha, frame = series.slices[min(max(index, 0), len(series.slices) - 1)]
     return renderer_for(settings_json()).png(sha, frame, None if series.colour else window, size=size, zoom=zoom)
+
+
+def png_image(png: bytes, *, caption: str = "", width: int | None = None) -> None:
+    """A PNG inside the page itself: a ``data:`` URI sent over the signed-in session's websocket.
+
+    ``st.image`` would put the pixels on Streamlit's ``/media/`` endpoint, which serves any client
+    that has the URL, session or not; an image shown here never has a URL of its own.
+    """
+    src = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+    style = f"width:{width:d}px;max-width:100%" if width else "width:100%"
+    cap = f'<figcaption class="cb-caption">{html.escape(caption)}</figcaption>' if caption else ""
+    st.html(
+        f'<figure class="cb-figure" style="margin:0"><img class="cb-image" alt="{html.escape(caption or "scan image")}" '
+        f'src="{src}" style="{style}">{cap}</figure>'
+    )
 
 
 def _pick_series(series: list[SeriesView], key: str) -> SeriesView:
@@ -158,7 +177,7 @@ def neighbour_thumbnails(cases: Sequence[SimilarCase], *, per_row: int = 5) -> N
             for col, case in zip(cols, shown[start : start + per_row], strict=False):
                 view = thumbs[case.caseId]
                 with col:
-                    st.image(_png(view, len(view.slices) // 2, view.window, size), width=size, output_format="PNG")
+                    png_image(_png(view, len(view.slices) // 2, view.window, size), width=size)
                     st.button(
                         inert(case.caseId),
                         key=f"thumb-{case.caseId}",
@@ -183,7 +202,7 @@ def patient_timeline(scans: Sequence[ScanRow]) -> None:
                 with left:
                     if series:
                         view = series[0]
-                        st.image(_png(view, len(view.slices) // 2, view.window, size), width=size, output_format="PNG")
+                        png_image(_png(view, len(view.slices) // 2, view.window, size), width=size)
                     else:
                         st.caption("No image")
                 with right:

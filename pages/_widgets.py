@@ -133,4 +133,8 @@ def reports_view(reports: list[ReportRow]) -> None:
             )
             if r.amend_reason:
                 st.caption(f"Reason for this amendment: {inert(r.amend_reason)}")
+            if r.amends_colleague:
+                st.caption("⚠️ This version amends a report another doctor signed.")
+            if not r.sealed:
+                st.error("This report's record-key seal does not verify: it was not written by Casebook.", icon="🛑")
             st.caption("Signed reports are read-only." + (" AI-assisted." if r.is_ai_corrected else ""))

@@ -16,7 +16,7 @@ from streamlit.delta_generator import DeltaGenerator
 
 from core.errors import CasebookError
 from core.store.models import ANATOMIES, User
-from pages._shared import DEMO_NOTICE, get_runtime, require_user, show_error
+from pages._shared import DEMO_NOTICE, feature_limit, get_runtime, require_user, show_error
 from pages._text import inert
 
 FROM_HEADERS = "From the DICOM headers"
@@ -74,16 +74,17 @@ if submitted:
         for i, f in enumerate(files):  # numbered names: an uploaded name never becomes a path
             (folder / f"{i:05d}-{Path(f.name).suffix.lower() or '.dcm'}").write_bytes(f.getvalue())
         try:
-            summary = import_images(
-                rt.settings,
-                rt.db,
-                [folder],
-                patient=None if patient == NEW_PATIENT else patient,
-                anatomy=None if anatomy == FROM_HEADERS else anatomy,
-                confirm_burned_in=confirmed,
-                actor_id=user.id,
-                progress=lambda fraction, message: _show(bar, fraction, message),
-            )
+            with feature_limit("import"):
+                summary = import_images(
+                    rt.settings,
+                    rt.db,
+                    [folder],
+                    patient=None if patient == NEW_PATIENT else patient,
+                    anatomy=None if anatomy == FROM_HEADERS else anatomy,
+                    confirm_burned_in=confirmed,
+                    actor_id=user.id,
+                    progress=lambda fraction, message: _show(bar, fraction, message),
+                )
         except CasebookError as exc:
             bar.empty()
             cancel.empty()

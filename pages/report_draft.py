@@ -64,6 +64,7 @@ def amend(report: ReportRow) -> None:
             st.session_state[f"{k}:impression"],
             st.session_state[f"{k}:recommendations"],
             reason=st.session_state.get(f"{k}:reason", ""),
+            allow_colleague=rt.settings.ui.amend_colleague_reports,
         )
     except CasebookError as exc:
         st.session_state["amend_flash"] = ("error", f"Could not amend: {exc}. {exc.hint}")
@@ -74,7 +75,7 @@ def amend(report: ReportRow) -> None:
 st.subheader("Version history")
 slot = st.empty()
 if flash := st.session_state.pop("amend_flash", None):
-    (slot.success if flash[0] == "success" else slot.error)(flash[1])
+    (slot.success if flash[0] == "success" else slot.error)(inert(flash[1]))
 reports_view(reports)
 current = next((r for r in reports if r.is_current), None)
 if current is not None:

@@ -37,6 +37,7 @@ __all__ = [
 ]
 
 PG_ENV = "CASEBOOK_TEST_PG_URL"
+_TEMPLATE_KEYS: dict[str, Path] = {}  # template database -> the record key its rows are sealed with
 PG_SKIP = f"{PG_ENV} is unset: run `scripts/pg_setup.sh` (or `make test`) to start PostgreSQL + pgvector"
 
 
@@ -124,12 +125,17 @@ def pg_template(cluster: PgCluster, demo_root: Path) -> str:
     rt = open_runtime(settings)
     rt.case_search.open()
     rt.db.dispose()
+    _TEMPLATE_KEYS[name] = settings.record_key_path  # the copied records are sealed with the demo's key
     return name
 
 
 def pg_runtime(cluster: PgCluster, template: str, root: Path, suffix: str, **overrides: Any) -> Runtime:
     """A runtime on a fresh clone of the template database (files, if any, under ``root``)."""
     name = cluster.create(suffix, template=template)
+    key = root / "data" / "keys" / "records.key"
+    if template in _TEMPLATE_KEYS and not key.exists():  # the clone's sealed records need the template's key
+        key.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        shutil.copy2(_TEMPLATE_KEYS[template], key)
     return open_runtime(make_settings(root, store={"url": cluster.url_for(name)}, **overrides))
 
 

@@ -16,10 +16,14 @@ from typing import Any
 __all__ = ["run_children"]
 
 
-def _child(url: str, job: str, args: tuple[Any, ...], first: int, threads: int, barrier: Any, out: Any) -> None:
+def _child(
+    url: str, key_file: str, job: str, args: tuple[Any, ...], first: int, threads: int, barrier: Any, out: Any
+) -> None:
+    from pathlib import Path
+
     from core.store.db import Database
 
-    db = Database(url)
+    db = Database(url, key_file=Path(key_file))  # the parent's record key: the children seal what they write
     start = threading.Barrier(threads)
     work = _JOBS[job]
 
@@ -81,12 +85,16 @@ _JOBS: dict[str, Callable[..., tuple[str, Any]]] = {"guess": _guess, "amend": _a
 
 
 def run_children(
-    ctx: Any, url: str, job: str, *args: Any, children: int, threads: int, timeout_s: float = 240
+    ctx: Any, settings: Any, job: str, *args: Any, children: int, threads: int, timeout_s: float = 240
 ) -> list[tuple[str, Any]]:
-    """Run ``children * threads`` concurrent ``job`` workers in spawned processes; their results, in any order."""
+    """Run ``children * threads`` concurrent ``job`` workers in spawned processes; their results, in any order.
+
+    The children open ``settings``' database with its record key.
+    """
+    url, key_file = settings.database_url, str(settings.record_key_path)
     barrier, out = ctx.Barrier(children), ctx.Queue()
     procs = [
-        ctx.Process(target=_child, args=(url, job, args, c * threads, threads, barrier, out)) for c in range(children)
+        ctx.Process(target=_child, args=(url, key_file, job, args, c * threads, threads, barrier, out)) for c in range(children)
     ]
     for p in procs:
         p.start()

@@ -58,8 +58,8 @@ def texts(at: AppTest) -> str:
 
 
 def shown(markdown: str) -> str:
-    """``markdown`` without the backslash escapes of ``pages._text.inert``: the characters a reader sees."""
-    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown)
+    """``markdown`` without the escapes and word joiners of ``pages._text.inert``: the characters a reader sees."""
+    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown).replace("\u2060", "")
 
 
 # -- a real server and a real browser (tests/test_browser.py, bench/ui_bench.py) -------------------

@@ -102,7 +102,7 @@ def test_verify_catches_a_removed_row(rw: Runtime, backend: str) -> None:
 def test_concurrent_writers_do_not_fork_the_chain(rw: Runtime, spawn_ctx: Any) -> None:
     before = len(_rows(rw))
     # 4 processes x 5 threads, 5 rows each: 100 rows written at once
-    results = run_children(spawn_ctx, rw.settings.database_url, "audit", 5, children=4, threads=5)
+    results = run_children(spawn_ctx, rw.settings, "audit", 5, children=4, threads=5)
     assert all(kind == "ok" for kind, _ in results), results
     seqs = sorted(s for _, got in results for s in got)
     assert len(seqs) == 100 and len(set(seqs)) == 100

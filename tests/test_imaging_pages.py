@@ -19,8 +19,10 @@ from tests.conftest import scan_of
 from tests.test_app_support import page, texts, use_root, user_of
 
 
-def _images(at: object) -> list[object]:
-    return list(at.get("image"))  # type: ignore[attr-defined]
+def _images(at: object) -> list[str]:
+    """The thumbnails of a run: ``st.html`` figures with the PNG inline (pages/_viewer.png_image), never st.image."""
+    assert not list(at.get("image")), "an image on st.image gets a /media/ URL any client can fetch"  # type: ignore[attr-defined]
+    return [h.proto.body for h in at.get("html") if "cb-image" in h.proto.body]  # type: ignore[attr-defined]
 
 
 def test_seed_attaches_demo_images_to_every_scan_and_case(demo: Runtime) -> None:

@@ -46,7 +46,7 @@ def _user(rt: Runtime, username: str) -> CurrentUser:
 def test_forty_simultaneous_guesses_check_at_most_five(rw: Runtime, spawn_ctx: Any) -> None:
     # 39 wrong guesses and the right password, all at once: 8 processes x 5 threads
     passwords = [f"guess-{i}" for i in range(39)] + [DEMO_PASSWORD]
-    raw = run_children(spawn_ctx, rw.settings.database_url, "guess", passwords, 5, children=8, threads=5)
+    raw = run_children(spawn_ctx, rw.settings, "guess", passwords, 5, children=8, threads=5)
     results = Counter(kind for kind, _ in raw)
     assert set(results) <= {"ok", "wrong", "locked"}, raw
     # at most 5 wrong passwords checked; the right one counts against nothing, so it can add one check

@@ -10,12 +10,12 @@ import datetime as dt
 import time
 from typing import Any
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import select, update
 
 from core.contracts import AskAnswer
-from core.errors import ConflictError, RateLimitedError
+from core.errors import ConflictError
 from core.store.db import Database
-from core.store.models import Conversation, Message, User
+from core.store.models import Conversation, Message
 
 __all__ = [
     "PENDING_ANSWER",
@@ -34,39 +34,15 @@ PENDING_ANSWER = "\u2026 answer pending"
 
 def check_rate_limit(
     db: Database, doctor_id: int, *, limit: int, window_s: float, bucket: str = "ask", now: float | None = None
-) -> None:
-    """Count one request for ``doctor_id``; raise :class:`RateLimitedError` past ``limit`` per window.
+) -> int:
+    """Count one request for ``doctor_id``; returns the hit's id (:func:`core.limits.refund` gives it back).
 
-    The count lives in the database, so every session and process shares it. The
-    new hit is inserted before counting: SQLite then holds the write lock, and on
-    PostgreSQL the doctor's row is locked first, so concurrent requests are
-    counted exactly.
+    Raises :class:`RateLimitedError` past ``limit`` per window; the count lives in the
+    database, so every session and process shares it (:mod:`core.limits`).
     """
-    t = time.time() if now is None else now
-    with db.session() as s:
-        if not db.is_sqlite:
-            s.execute(select(User.id).where(User.id == doctor_id).with_for_update())
-        from core.store.models import RateLimitHit
+    from core.limits import take
 
-        s.execute(
-            delete(RateLimitHit).where(
-                RateLimitHit.doctor_id == doctor_id, RateLimitHit.bucket == bucket, RateLimitHit.at <= t - window_s
-            )
-        )
-        s.add(RateLimitHit(doctor_id=doctor_id, bucket=bucket, at=t))
-        s.flush()
-        count, oldest = s.execute(
-            select(func.count(), func.min(RateLimitHit.at)).where(
-                RateLimitHit.doctor_id == doctor_id, RateLimitHit.bucket == bucket
-            )
-        ).one()
-        if count > limit:
-            s.rollback()
-            retry = max(0.0, (oldest or t) + window_s - t)
-            raise RateLimitedError(
-                f"Rate limited: {limit} Ask AI requests per {window_s:g} s; retry in {max(1, round(retry))} s",
-                retry_after_s=retry,
-            )
+    return take(db, doctor_id, bucket, limit=limit, window_s=window_s, now=now)
 
 
 def _conversation(s: Any, scan_id: str, doctor_id: int) -> int:
@@ -82,34 +58,57 @@ def _conversation(s: Any, scan_id: str, doctor_id: int) -> int:
 
 def in_flight(db: Database, scan_id: str, doctor_id: int, *, stale_after_s: float) -> bool:
     """True when a question of ``doctor_id`` on ``scan_id`` is still being answered (younger than ``stale_after_s``)."""
-    since = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=stale_after_s)
     with db.read_only() as s:
-        rows = s.scalars(
-            select(Message.created_at)
-            .join(Conversation, Conversation.id == Message.conversation_id)
-            .where(
-                Conversation.scan_id == scan_id,
-                Conversation.doctor_id == doctor_id,
-                Message.role == "assistant",
-                Message.content == PENDING_ANSWER,
-            )
-        ).all()
+        return _pending_since(s, scan_id, doctor_id, stale_after_s)
+
+
+def _pending_since(s: Any, scan_id: str, doctor_id: int, stale_after_s: float) -> bool:
+    since = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=stale_after_s)
+    rows = s.scalars(
+        select(Message.created_at)
+        .join(Conversation, Conversation.id == Message.conversation_id)
+        .where(
+            Conversation.scan_id == scan_id,
+            Conversation.doctor_id == doctor_id,
+            Message.role == "assistant",
+            Message.content == PENDING_ANSWER,
+        )
+    ).all()
     return any((r if r.tzinfo else r.replace(tzinfo=dt.UTC)) >= since for r in rows)
 
 
-def begin_exchange(db: Database, scan_id: str, doctor_id: int, question: str, *, stale_after_s: float) -> int:
+def begin_exchange(
+    db: Database,
+    scan_id: str,
+    doctor_id: int,
+    question: str,
+    *,
+    stale_after_s: float,
+    limit: int | None = None,
+    window_s: float = 60.0,
+) -> int:
     """Store ``question`` at submission with a pending answer row after it; returns the answer row's id.
 
     History order is submission order because both rows are written now. A second
     question while one is in flight (a pending row younger than ``stale_after_s``)
-    is refused with :class:`ConflictError`; it never replaces the first.
+    is refused with :class:`ConflictError`; it never replaces the first. With
+    ``limit``, the doctor's Ask AI rate limit is counted in the same transaction,
+    after the in-flight check and under the doctor's lock (:mod:`core.limits`): a
+    refused question (in flight, or over the limit) keeps nothing, not even a count.
     """
-    if in_flight(db, scan_id, doctor_id, stale_after_s=stale_after_s):
-        raise ConflictError(
-            "A question on this scan is still being answered",
-            hint="Wait for the answer to your first question, then ask again.",
-        )
+    from core.limits import count_hit, lock_user
+
+    t = time.time()
     with db.session() as s:
+        if limit is not None:
+            lock_user(s, doctor_id, "ask", window_s=window_s, now=t)
+        if _pending_since(s, scan_id, doctor_id, stale_after_s):
+            raise ConflictError(
+                "A question on this scan is still being answered",
+                hint="Wait for the answer to your first question, then ask again.",
+            )
+        if limit is not None:
+            count_hit(s, doctor_id, "ask", limit=limit, window_s=window_s, now=t)
         conv = _conversation(s, scan_id, doctor_id)
         s.add(Message(conversation_id=conv, role="user", content=question))
         pending = Message(conversation_id=conv, role="assistant", content=PENDING_ANSWER, cited_case_ids=[])

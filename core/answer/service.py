@@ -24,7 +24,7 @@ from core.answer.kit import AskKit, HasAskKit, kit_of
 from core.answer.parts_answer import PREDICTION_CAVEAT, about_future, covered_by_guidelines
 from core.answer.prompt import ask_messages, prompt_hash
 from core.answer.reader import Reading
-from core.answer.records import audit, begin_exchange, check_rate_limit, complete_exchange
+from core.answer.records import audit, begin_exchange, complete_exchange
 from core.cases.bundle import build_context_bundle
 from core.contracts import Abstention, AskAnswer, BundleResult, no_comparable_answer
 from core.errors import CasebookError, InvalidInputError, NotFoundError
@@ -106,8 +106,12 @@ def _prepare(rt: AskKit, scan_id: str, question: str, doctor_id: int) -> tuple[s
     """Validate, count the request, store the question, then compose the instant answer."""
     q = _validate(rt, question, doctor_id)
     a = rt.settings.ask
-    check_rate_limit(rt.db, doctor_id, limit=a.rate_limit_per_minute, window_s=a.rate_window_s)
-    pending = begin_exchange(rt.db, scan_id, doctor_id, q, stale_after_s=_stale_after_s(rt))
+    # the in-flight check, the rate-limit count and the stored question are one transaction:
+    # a refused question (in flight, or over the limit) spends nothing
+    pending = begin_exchange(
+        rt.db, scan_id, doctor_id, q, stale_after_s=_stale_after_s(rt),
+        limit=a.rate_limit_per_minute, window_s=a.rate_window_s,
+    )  # fmt: skip
     try:
         return (q, *_instant(rt, scan_id, q), pending)
     except Exception:

@@ -105,6 +105,14 @@ class StoreSettings(Group):
         15.0, gt=0, description="Seconds SQLite waits for a lock held by another process before failing."
     )
     import_max_mb: int = Field(500, ge=1, description="Largest case file `python -m core import-cases` accepts, in MB.")
+    record_key_file: Path | None = Field(
+        None,
+        description="File of the record key (HMAC seals of signed reports and audit rows, encrypted image seeds; "
+        "one `kid:hex` line per key, the last one active). Empty means `<data_dir>/keys/records.key`, created "
+        "mode 0600 by `python -m core setup`. The environment variable `CASEBOOK_RECORD_KEY` (`kid:hex,...`) "
+        "overrides the file. The audit checkpoint `audit-head.json` lives beside it. Keep it outside the "
+        "database and its backups; rotation: docs/RELIABILITY.md.",
+    )
 
 
 class EmbedSettings(Group):
@@ -242,6 +250,25 @@ class UISettings(Group):
         ge=0,
         description="Failed log-ins from one client address (any usernames) within `login_lockout_s` after which "
         "that address is locked out; 0 turns it off.",
+    )
+    feature_rate_limits: dict[str, int] = Field(
+        default_factory=lambda: {"guideline": 20, "selfrag": 5, "draft": 10, "import": 6, "upload": 20},
+        description="Calls one user may make per `feature_rate_window_s` of each costly feature (Guideline QA, "
+        "Self-RAG, report drafts, image imports, document uploads), counted across every process; a refused call "
+        "(bad input, a conflict, another limit) gives its count back. Ask AI has its own `ask.rate_limit_per_minute`.",
+    )
+    feature_rate_window_s: float = Field(60.0, gt=0, description="Window of `feature_rate_limits`, in seconds.")
+    amend_colleague_reports: bool = Field(
+        False,
+        description="Whether a doctor may amend a report another doctor signed. Off: only the signer amends. "
+        "On: allowed, recorded in the audit row (`colleague_of`) and shown on the new version.",
+    )
+    max_failed_logins_global: int = Field(
+        50,
+        ge=0,
+        description="Failed log-ins of all accounts together within `login_lockout_s` after which every log-in is "
+        "refused until they age out: stops password spraying when no client address is known or a proxy hides it "
+        "(a spray then locks everyone out for the window, and `login.locked` audit rows say so); 0 turns it off.",
     )
     session_idle_timeout_s: float = Field(
         1800.0, gt=0, description="A signed-in session with no request for this many seconds ends (idle timeout)."

@@ -118,7 +118,7 @@ def resolve_patients(db: Database, checked: list[CheckedFile], patient: str | No
                         "These studies belong to a patient already imported as another Casebook patient",
                         hint="Import without --patient, or with the patient they were imported for.",
                     )
-                out[ident] = ImportPatient(row.uid_seed, row.patient_user_id, row.pseudonym, ident, new=False)
+                out[ident] = ImportPatient(db.keyring.open_seed(row.uid_seed), row.patient_user_id, row.pseudonym, ident, new=False)
             else:
                 hmac = None if ident.startswith(("anonymous:", "photo")) else ident
                 out[ident] = ImportPatient(secrets.token_hex(16), fixed_user, secrets.token_hex(3).upper(), hmac)

@@ -33,7 +33,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from core import audit
-from core.errors import CasebookError, ImageRejectedError
+from core.errors import CasebookError, ImageRejectedError, disk_full_as_error
 from core.imaging.burnedin import scrub_burned_in
 from core.imaging.deid import Deidentifier, identity_key
 from core.imaging.dicomio import decode_pixels, read_dicom
@@ -139,16 +139,20 @@ def _import(
     people = resolve_patients(db, checked, patient)
     enc = make_image_encoder(settings) if encoder == "settings" else encoder
     assert not isinstance(enc, str)
-    staged = store.stage()
-    try:
-        scans = _decode_and_stage(settings, studies, people, anatomy, staged, say, len(checked))
-        note = embed_series(enc, settings, scans)
-        say(0.92, "Writing the scans")
-        result = _commit(db, scans, people, staged, actor_id, len(checked), [study for _i, study in studies], link)
-    except BaseException:
-        staged.unpublish()
-        staged.discard()
-        raise
+    full_hint = "Free space in the image store (or the database's disk) and import again; nothing was imported."
+    with disk_full_as_error(store.root, "The image import ran out of room", full_hint):  # after the clean-up below
+        staged = store.stage()
+        try:
+            scans = _decode_and_stage(settings, studies, people, anatomy, staged, say, len(checked))
+            note = embed_series(enc, settings, scans)
+            say(0.92, "Writing the scans")
+            result = _commit(
+                db, scans, people, staged, actor_id, len(checked), [study for _i, study in studies], link
+            )
+        except BaseException:
+            staged.unpublish()
+            staged.discard()
+            raise
     log.info("Image import %s: %d files, %d scans", staged.import_id, len(checked), len(result))
     return ImportSummary(staged.import_id, len(checked), result, note)
 
@@ -277,7 +281,10 @@ def _commit(
             if p.new and p.hmac:
                 s.add(
                     ImageIdentityMap(
-                        identity_hmac=p.hmac, patient_user_id=p.user_id, pseudonym=p.pseudonym, uid_seed=p.uid_seed
+                        identity_hmac=p.hmac,
+                        patient_user_id=p.user_id,
+                        pseudonym=p.pseudonym,
+                        uid_seed=db.keyring.seal_seed(p.uid_seed),  # never in clear (core.store.keys)
                     )
                 )
                 p.new = False
@@ -315,5 +322,6 @@ def _commit(
 def _audit_rejected(db: Database, actor_id: int | None, error: str) -> None:
     try:
         audit.record(db, IMAGE_IMPORT, actor_id, None, outcome="rejected", error=error)
-    except SQLAlchemyError:  # the refusal itself must reach the user even if the audit write fails
-        log.exception("Could not write the audit row of a rejected image import")
+    except SQLAlchemyError as exc:  # the refusal itself must reach the user even if the audit write fails
+        # one line, no traceback: on a full disk this is expected, and the typed error follows
+        log.error("Could not write the audit row of a rejected image import: %s", getattr(exc, "orig", None) or exc)

@@ -9,6 +9,8 @@ its own short transaction.
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy.orm import Session
 
 from core import audit as log
@@ -47,9 +49,14 @@ def report_amended(
     supersedes_id: int,
     version: int,
     content_hash: str | None,
+    colleague_of: int | None = None,
 ) -> None:
-    """A new signed ``version`` that supersedes report ``supersedes_id`` (which itself never changes)."""
-    log.record_in(
-        session, log.REPORT_AMEND, doctor_id, scan_id, report_id=report_id, supersedes_id=supersedes_id,
-        version=version, content_hash=content_hash,
-    )  # fmt: skip
+    """A new signed ``version`` that supersedes report ``supersedes_id`` (which itself never changes).
+
+    ``colleague_of`` names the doctor who signed the superseded version when it was someone else.
+    """
+    ids: dict[str, Any] = {"report_id": report_id, "supersedes_id": supersedes_id, "version": version,
+                              "content_hash": content_hash}  # fmt: skip
+    if colleague_of is not None:
+        ids["colleague_of"] = colleague_of
+    log.record_in(session, log.REPORT_AMEND, doctor_id, scan_id, **ids)

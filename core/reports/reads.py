@@ -12,10 +12,11 @@ from typing import TypeVar
 
 from sqlalchemy import Select, select
 
+from core import audit as log
 from core.errors import NotFoundError
 from core.store.db import Database
 from core.store.integrity import report_hash
-from core.store.models import Report, ReportDraft, User
+from core.store.models import AuditLog, Report, ReportDraft, User
 
 __all__ = [
     "DraftRow",
@@ -67,6 +68,8 @@ class ReportRow:
     signed_at: dt.datetime | None
     amend_reason: str | None = None
     content_hash: str | None = None
+    sealed: bool = True  # its record-key seal verifies (a row written past the app does not)
+    amends_colleague: bool = False  # this version amends a version another doctor signed
 
     @property
     def is_current(self) -> bool:
@@ -127,6 +130,7 @@ def report_versions(db: Database, scan_id: str) -> list[ReportRow]:
             .order_by(Report.signed_at.desc(), Report.id.desc())
         ).all()
         newer = {r.supersedes_id: r.id for r, _ in rows if r.supersedes_id is not None}
+        authors = {r.id: r.author_id for r, _ in rows}
         return [
             ReportRow(
                 r.id,
@@ -142,6 +146,8 @@ def report_versions(db: Database, scan_id: str) -> list[ReportRow]:
                 r.signed_at,
                 r.amend_reason,
                 r.content_hash,
+                db.keyring.check(r.content_hash, r.record_mac) is None,
+                r.supersedes_id is not None and authors.get(r.supersedes_id, r.author_id) != r.author_id,
             )
             for r, author in rows
         ]
@@ -166,7 +172,12 @@ class ReportVerification:
 
 
 def verify_reports(db: Database, *, max_problems: int = 50) -> ReportVerification:
-    """Recompute every signed version's sha256 and check each amendment chain (same scan, versions 1, 2, ...)."""
+    """Check every signed version: its sha256, its record-key seal, its amendment chain and its audit row.
+
+    The audit cross-check: each signed version has a signing row in the audit log
+    (``draft.sign``, ``report.amend`` or ``report.seal``) naming its id, its hash and
+    its signer, and every such row names a signed version that exists.
+    """
     out = ReportVerification()
 
     def problem(text: str) -> None:
@@ -201,4 +212,37 @@ def verify_reports(db: Database, *, max_problems: int = 50) -> ReportVerificatio
         )
         if r.content_hash != expected:
             problem(f"report {r.id}: content hash does not match its content, signer and time")
+        elif why := db.keyring.check(r.content_hash, r.record_mac):
+            problem(f"report {r.id}: {why}")
+    for text in _cross_check(db, rows):
+        problem(text)
     return out
+
+
+_SIGNING_EVENTS = (log.DRAFT_SIGN, log.REPORT_AMEND, log.REPORT_SEAL)
+
+
+def _cross_check(db: Database, reports: dict[int, Report]) -> list[str]:
+    """Each signed version has its audit row (same id, hash and signer); each such row names a signed version."""
+    with db.read_only() as s:
+        events = s.execute(
+            select(AuditLog.seq, AuditLog.actor_id, AuditLog.detail).where(AuditLog.action.in_(_SIGNING_EVENTS))
+        ).all()
+    logged: dict[int, tuple[int | None, int | None, str | None]] = {}
+    problems = []
+    for seq, actor, detail in events:
+        rid = (detail or {}).get("report_id")
+        if not isinstance(rid, int):
+            continue
+        logged[rid] = (seq, actor, (detail or {}).get("content_hash"))
+        if rid not in reports:
+            problems.append(f"audit seq {seq} records report {rid} as signed, but no such signed report exists")
+    for r in reports.values():
+        entry = logged.get(r.id)
+        if entry is None:
+            problems.append(f"report {r.id}: no audit row records its signing")
+        elif entry[2] != r.content_hash:
+            problems.append(f"report {r.id}: its hash differs from the one audit seq {entry[0]} recorded")
+        elif entry[1] != r.author_id:
+            problems.append(f"report {r.id}: signed by user {r.author_id}, audit seq {entry[0]} names {entry[1]}")
+    return problems

@@ -9,7 +9,7 @@ with its audit row (:mod:`core.reports.audit`):
 - signing claims the open draft with one conditional UPDATE, so two signers
   cannot both turn it into a report;
 - an amendment must change the text and give a reason; it locks the report it
-  supersedes (PostgreSQL ``SELECT ... FOR UPDATE``), and the unique index on
+  supersedes (a PostgreSQL advisory lock on its id), and the unique index on
   ``supersedes_id`` refuses a second version 2 on both databases, so
   concurrent amendments give one new version and clear conflicts.
 """
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select, update
+from sqlalchemy import select, text, update
 from sqlalchemy.exc import IntegrityError
 
 from core.errors import AccessDeniedError, ConflictError, ImmutableRecordError, InvalidInputError, NotFoundError
@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from core.reports.drafts import DraftText
 
 __all__ = ["amend_report", "save_draft", "sign_draft"]
+
+_AMEND_LOCK = 26_010  # pg_advisory_xact_lock namespace of amendments
 
 
 def _doctor(db: Database, doctor_id: int) -> None:
@@ -171,11 +173,14 @@ def amend_report(
     recommendations: str,
     *,
     reason: str,
+    allow_colleague: bool = False,
 ) -> int:
     """A signed new version superseding ``report_id`` (which never changes); returns its id.
 
     The text must differ from the amended version and ``reason`` must say why
-    (it is stored with the version). Amending a version that was already
+    (it is stored with the version). A version another doctor signed may be amended
+    only with ``allow_colleague`` (the setting ``ui.amend_colleague_reports``); the audit
+    row then names the colleague (``colleague_of``) and the pages show it. Amending a version that was already
     amended raises :class:`ConflictError` naming the newer one.
     """
     _doctor(db, doctor_id)
@@ -184,9 +189,16 @@ def amend_report(
     if not (reason or "").strip():
         raise InvalidInputError("An amendment needs a reason", hint="Say why the signed report is being amended.")
     with db.session() as s:
-        old = s.scalars(select(Report).where(Report.id == report_id).with_for_update()).first()
+        if not db.is_sqlite:  # one amender per report at a time; an advisory lock needs no UPDATE grant on reports
+            s.execute(text("SELECT pg_advisory_xact_lock(:ns, :rid)"), {"ns": _AMEND_LOCK, "rid": int(report_id)})
+        old = s.scalars(select(Report).where(Report.id == report_id)).first()
         if old is None:
             raise NotFoundError(f"No report {report_id}")
+        if old.author_id != doctor_id and not allow_colleague:
+            raise AccessDeniedError(
+                f"Report {report_id} was signed by another doctor",
+                hint="Amending a colleague's report is off (setting ui.amend_colleague_reports); ask the signer.",
+            )
         newer = s.scalar(select(Report.id).where(Report.supersedes_id == report_id))
         if newer is not None:
             raise ConflictError(f"Report {report_id} was already amended by report {newer}; amend that version")
@@ -214,6 +226,6 @@ def amend_report(
             ) from exc
         report_audit.report_amended(
             s, doctor_id, old.scan_id, report_id=new.id, supersedes_id=old.id, version=new.version,
-            content_hash=new.content_hash,
+            content_hash=new.content_hash, colleague_of=old.author_id if old.author_id != doctor_id else None,
         )  # fmt: skip
         return new.id

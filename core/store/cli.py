@@ -1,4 +1,4 @@
-"""``python -m core reports verify`` / ``audit verify`` (the hash chains) and ``store app-role`` (PostgreSQL grants).
+"""``reports verify`` / ``audit verify`` (chains, seals, checkpoint), ``store app-role`` (grants), ``store new-key``.
 
 Both exit 0 when every row verifies and 1 (with the problems listed) when one
 does not, so a cron job or CI step can alarm on tampering.
@@ -17,7 +17,8 @@ __all__ = ["register"]
 def _db(args: argparse.Namespace) -> Any:
     from core.store.db import Database
 
-    db = Database(settings_from_args(args).database_url)
+    s = settings_from_args(args)
+    db = Database(s.database_url, key_file=s.record_key_path)
     db.migrate()
     return db
 
@@ -63,12 +64,23 @@ def _app_role(args: argparse.Namespace) -> int:
                 print("SQLite has no roles; the triggers alone guard the record there.")
                 return 0
             with db.engine.begin() as c:
+                tables = set(c.execute(text("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")).scalars())
+                statements = app_role_sql(args.role, tables)
                 for stmt in statements:
                     c.execute(text(stmt))
         finally:
             db.dispose()
     for stmt in statements:
         print(stmt + ";")
+    return 0
+
+
+def _new_key(args: argparse.Namespace) -> int:
+    from core.store.keys import add_key
+
+    path = settings_from_args(args).record_key_path
+    kid = add_key(path)
+    print(f"record key {kid} added to {path}; new records are sealed with it, older keys still verify")
     return 0
 
 
@@ -92,8 +104,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     verbs = p.add_subparsers(dest="store_command", required=True)
     r = verbs.add_parser(
         "app-role",
-        help="PostgreSQL: grants for a separate app role without UPDATE/DELETE on reports and audit_log.",
+        help="PostgreSQL: the app role's grants, generated from the privilege matrix (core/store/roles.py).",
     )
     r.add_argument("role", help="The role the app connects as (it must exist).")
     r.add_argument("--apply", action="store_true", help="Run the statements as the configured connection.")
     r.set_defaults(func=_app_role)
+    k = verbs.add_parser("new-key", help="Rotate the record key: append a new key (it seals from now on).")
+    k.set_defaults(func=_new_key)

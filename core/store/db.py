@@ -14,7 +14,12 @@ to flush a change to a signed report, and triggers (migration 0003) refuse any
 UPDATE or DELETE of one, however it is issued; that refusal (SQLite's
 ``RAISE(ABORT, 'casebook-immutable: ...')``, PostgreSQL's SQLSTATE ``CB001``)
 reaches the caller of :meth:`Database.session` as :class:`ImmutableRecordError`.
-A signed report's sha256 is computed as it is inserted (``_seal_report``).
+A signed report's sha256 is computed as it is inserted (``_seal_report``), and
+sealed with an HMAC under the record key (:mod:`core.store.keys`), which the
+database never holds: the keyring rides on the engine's execution options,
+so every write path (and a migration) reaches it. After a commit that appended
+audit rows, the chain's head is checkpointed to a file beside the key
+(:mod:`core.store.checkpoint`), so a chain cut short is caught by ``audit verify``.
 """
 
 from __future__ import annotations
@@ -33,7 +38,9 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 from core.errors import ImmutableRecordError, ReadOnlyViolationError
+from core.store.checkpoint import write_checkpoint
 from core.store.integrity import report_hash
+from core.store.keys import Keyring, default_key_file
 from core.store.models import Report
 
 __all__ = ["Database"]
@@ -44,6 +51,15 @@ _PG_READ_ONLY_SQL_TRANSACTION = "25006"  # SQLSTATE; psycopg raises it as errors
 _PG_IMMUTABLE = "CB001"  # SQLSTATE raised by the record triggers of migration 0003
 _SQLITE_CONSTRAINT_TRIGGER = 1811  # extended code of RAISE(ABORT, ...) in a trigger
 _IMMUTABLE_PREFIX = "casebook-immutable"
+KEYRING_OPTION = "casebook_keyring"  # the execution option that carries the record keyring
+
+
+def keyring_of(connection: Any) -> Keyring | None:
+    """The record keyring of the engine behind ``connection`` (a Connection or a Session)."""
+    if isinstance(connection, Session):
+        connection = connection.connection()
+    ring = connection.get_execution_options().get(KEYRING_OPTION)
+    return ring if isinstance(ring, Keyring) else None
 
 
 def _sqlite_pragmas(busy_timeout_s: float, query_only: bool) -> Any:
@@ -99,6 +115,9 @@ def _seal_report(_mapper: Any, connection: Any, target: Report) -> None:
         amend_reason=target.amend_reason,
         prev_hash=prev,
     )
+    ring = keyring_of(connection)
+    if ring is not None and target.record_mac is None:
+        target.record_mac = ring.seal(target.content_hash)
 
 
 event.listen(Report, "before_insert", _seal_report)
@@ -143,28 +162,57 @@ def shipped_head() -> str | None:
 class Database:
     """One database reached through a read-write and a read-only engine."""
 
-    def __init__(self, url: str, *, echo: bool = False, busy_timeout_s: float = 15.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        echo: bool = False,
+        busy_timeout_s: float = 15.0,
+        key_file: Path | None = None,
+        keyring: Keyring | None = None,
+    ) -> None:
+        """Open ``url``; records are sealed with ``keyring``, else the keys in ``key_file`` (created if missing).
+
+        ``key_file`` defaults to ``keys/records.key`` beside a SQLite file (``./data/keys`` otherwise);
+        the audit checkpoint is ``audit-head.json`` in the same folder.
+        """
         self.url = url
         parsed = make_url(url)
         self.is_sqlite = parsed.get_backend_name() == "sqlite"
-        if self.is_sqlite and parsed.database and parsed.database != ":memory:":
-            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        memory = self.is_sqlite and parsed.database in (None, "", ":memory:")
+        if self.is_sqlite and not memory:
+            Path(str(parsed.database)).parent.mkdir(parents=True, exist_ok=True)
+        self.key_file = key_file or default_key_file(url)
+        self.keyring = keyring or (Keyring.ephemeral() if memory else Keyring.load(self.key_file))
+        self.checkpoint_file: Path | None = None if memory else self.key_file.with_name("audit-head.json")
         self.engine = self._make_engine(url, echo, busy_timeout_s, read_only=False)
         self.ro_engine = self._make_engine(url, echo, busy_timeout_s, read_only=True)
         self._rw = sessionmaker(self.engine, expire_on_commit=False)
         self._ro = sessionmaker(self.ro_engine, expire_on_commit=False)
         event.listen(self._rw, "before_flush", _guard_signed_reports)
+        event.listen(self._rw, "after_commit", self._checkpoint)
         event.listen(self._ro, "before_flush", _refuse_flush)
 
+    def _checkpoint(self, session: Session) -> None:
+        """After a commit that appended audit rows: note the new head outside the database."""
+        head = session.info.pop("audit_head", None)
+        if head is not None and self.checkpoint_file is not None:
+            write_checkpoint(self.checkpoint_file, self.keyring, *head)
+
     def _make_engine(self, url: str, echo: bool, busy_timeout_s: float, *, read_only: bool) -> Engine:
+        options = {KEYRING_OPTION: self.keyring}
         if self.is_sqlite:
-            engine = create_engine(url, echo=echo, connect_args={"timeout": busy_timeout_s})
+            engine = create_engine(
+                url, echo=echo, connect_args={"timeout": busy_timeout_s}, execution_options=options
+            )
             event.listen(engine, "connect", _sqlite_pragmas(busy_timeout_s, read_only))
             return engine
         connect_args: dict[str, Any] = {}
         if read_only:
             connect_args["options"] = "-c default_transaction_read_only=on"
-        return create_engine(url, echo=echo, pool_pre_ping=True, connect_args=connect_args)
+        return create_engine(
+            url, echo=echo, pool_pre_ping=True, connect_args=connect_args, execution_options=options
+        )
 
     def migrate(self) -> None:
         """Bring the schema to the newest Alembic revision (idempotent).

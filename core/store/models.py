@@ -203,6 +203,8 @@ class Report(Base):
     signed_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), default=None)
     # sha256 over content, signer, time and the superseded version's hash (core.store.integrity)
     content_hash: Mapped[str | None] = mapped_column(String(64), default=None)
+    # HMAC of content_hash under the record key, which the database never holds (core.store.keys)
+    record_mac: Mapped[str | None] = mapped_column(String(90), default=None)
     amend_reason: Mapped[str | None] = mapped_column(Text, default=None)
 
 
@@ -282,6 +284,7 @@ class AuditLog(Base):
     seq: Mapped[int | None] = mapped_column(Integer, default=None)
     prev_hash: Mapped[str | None] = mapped_column(String(64), default=None)
     row_hash: Mapped[str | None] = mapped_column(String(64), default=None)
+    row_mac: Mapped[str | None] = mapped_column(String(90), default=None)  # HMAC of row_hash (core.store.keys)
 
 
 class AuditHead(Base):
@@ -379,7 +382,8 @@ class ImageIdentityMap(Base):
 
     The original identity is kept only as a keyed hash (HMAC-SHA256, key outside
     the database), never in clear; ``uid_seed`` keys the consistent UID remapping
-    and the per-patient date offset. Never copy a row into a log, bundle or prompt.
+    and the per-patient date offset and is stored encrypted under the record key
+    (:meth:`core.store.keys.Keyring.seal_seed`), so the database alone cannot undo the shift. Never copy a row into a log, bundle or prompt.
     """
 
     __tablename__ = "image_identity_map"
@@ -388,7 +392,7 @@ class ImageIdentityMap(Base):
     identity_hmac: Mapped[str] = mapped_column(String(64), unique=True)
     patient_user_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
     pseudonym: Mapped[str] = mapped_column(String(40))
-    uid_seed: Mapped[str] = mapped_column(String(64))
+    uid_seed: Mapped[str] = mapped_column(String(160))  # sealed under the record key (Keyring.seal_seed)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
