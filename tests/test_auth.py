@@ -55,7 +55,7 @@ def test_repeated_failures_lock_the_account_for_the_window(fresh: Runtime) -> No
         authenticate(fresh.db, "nobody", "x", max_failures=3, window_s=60)
     assert str(unknown.value).split(" in ")[0] == str(info.value).split(" in ")[0]
     # once the failures leave the window the right password works again (a 0.5 s window, 0.6 s later:
-    # attempts cannot be aged by hand, migration 0006 lets only a pending attempt change)
+    # attempts cannot be aged by hand, migration 0007 lets only a pending attempt change)
     time.sleep(0.6)
     assert authenticate(fresh.db, "dr.chen", DEMO_PASSWORD, max_failures=3, window_s=0.5) is not None
     with fresh.db.read_only() as s:

@@ -12,7 +12,7 @@ What the role therefore cannot do, whatever the app's code does:
 
 - change a user's role, name or password hash (``users``: SELECT, INSERT only);
 - delete or rewrite log-in attempts (no DELETE; UPDATE is needed for ``LOCK TABLE``
-  and to settle a pending attempt, and the trigger of migration 0006 lets only a
+  and to settle a pending attempt, and the trigger of migration 0007 lets only a
   ``pending`` row's status change);
 - move a session to another user or extend it (UPDATE only of ``last_seen_at`` and
   ``revoked_at``);

@@ -14,8 +14,8 @@ so they are dropped for it and created again, unchanged.
 The keyring comes from the connection (``Database`` puts it in the engine's execution options):
 run this through ``python -m core`` (or ``Database.migrate``), not the bare alembic CLI.
 
-Revision ID: 0005
-Revises: 0004
+Revision ID: 0006
+Revises: 0005
 Create Date: 2026-11-27 08:40:00
 """
 
@@ -34,8 +34,8 @@ from core.store.db import keyring_of
 from core.store.integrity import GENESIS, audit_row_hash
 from core.store.models import utcnow
 
-revision = "0005"
-down_revision = "0004"
+revision = "0006"
+down_revision = "0005"
 branch_labels = None
 depends_on = None
 
@@ -95,7 +95,7 @@ def _append_seal_row(conn: sa.Connection, ring: Any, report: Any) -> None:
         "backend": None,
         "prompt_hash": None,
         "outcome": "ok",
-        "detail": {"report_id": report.id, "content_hash": report.content_hash, "via": "migration-0005"},
+        "detail": {"report_id": report.id, "content_hash": report.content_hash, "via": "migration-0006"},
     }
     h = audit_row_hash(prev_hash=prev, **row)
     conn.execute(sa.insert(_AUDIT).values(**row, prev_hash=prev, row_hash=h, row_mac=ring.seal(h)))
@@ -127,7 +127,7 @@ def upgrade() -> None:
     conn = op.get_bind()
     ring = keyring_of(conn)
     if ring is None:
-        raise ConfigError("Migration 0005 needs the record key: run it through `python -m core setup`")
+        raise ConfigError("Migration 0006 needs the record key: run it through `python -m core setup`")
     op.add_column("reports", sa.Column("record_mac", sa.String(length=90), nullable=True))
     op.add_column("audit_log", sa.Column("row_mac", sa.String(length=90), nullable=True))
     if conn.dialect.name == "postgresql":

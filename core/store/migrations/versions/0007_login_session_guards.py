@@ -10,8 +10,8 @@ that from resetting a lock-out or reviving a session, for every role:
 - ``user_sessions``: a revoked session stays revoked (``revoked_at`` never changes
   once set).
 
-Revision ID: 0006
-Revises: 0005
+Revision ID: 0007
+Revises: 0006
 Create Date: 2026-11-27 09:00:00
 """
 
@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from alembic import op
 
-revision = "0006"
-down_revision = "0005"
+revision = "0007"
+down_revision = "0006"
 branch_labels = None
 depends_on = None
 
