@@ -56,6 +56,8 @@ APP_PRIVILEGES: dict[str, tuple[frozenset[str], dict[str, tuple[str, ...]]]] = {
     "image_series": (_SI, {}),
     "image_instances": (_SI, {}),
     "image_identity_map": (_SI, {}),
+    "pacs_study_links": (_SI, {}),
+    "report_exports": (_SI, {"UPDATE": ("status", "attempts", "last_error", "updated_at", "sent_at")}),
     "case_embeddings": (_SI | {"DELETE"}, {}),
     "case_embeddings_meta": (_SI | {"DELETE"}, {}),
 }
@@ -66,6 +68,7 @@ _WHY = {
     "audit_head": "the chain head moves (the writers' lock)",
     "login_attempts": "LOCK TABLE and settling a pending attempt (trigger: only `pending` rows change)",
     "user_sessions": "touch and log-out",
+    "report_exports": "a queued export to the PACS is retried and marked sent",
     "case_embeddings": "the pgvector side table is refilled",
     "case_embeddings_meta": "its sync state",
 }
