@@ -44,6 +44,11 @@ def _unlink(m: re.Match[str]) -> str:
     return _JOIN.join(g for g in m.groups() if g is not None)
 
 
+_INDENT = re.compile(r"^[ \t]+", re.MULTILINE)  # 4 leading spaces would open a code block: escapes shown raw
+
+
 def inert(text: object) -> str:
     """``text`` as Markdown that shows exactly its characters (line breaks kept) and links nothing."""
-    return _AUTOLINK.sub(_unlink, str("" if text is None else text)).translate(_ESCAPES)
+    raw = _AUTOLINK.sub(_unlink, str("" if text is None else text))
+    raw = _INDENT.sub(lambda m: "\u00a0" * len(m.group(0)), raw)  # no-break spaces indent nothing
+    return raw.translate(_ESCAPES)

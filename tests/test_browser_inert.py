@@ -25,12 +25,11 @@ from sqlalchemy import select, update
 from core.reports import DraftText, amend_report, save_draft
 from core.runtime import open_runtime
 from core.store.models import Conversation, Message, Report, User
-from tests.browser_support import ARTIFACTS, BROWSER_MARKS, chromium_page, served_copy
+from tests.browser_support import ARTIFACTS, BROWSER_MARKS, chromium_page, served_copy, wait_idle
 from tests.conftest import make_settings, plant_signed_report, scan_of
 from tests.test_app_support import log_in
 
 pytestmark = BROWSER_MARKS
-TIMEOUT_MS = 90_000  # the first log-in builds the runtime; this VM is shared
 
 
 def hostile(field: str) -> str:
@@ -105,61 +104,56 @@ def _as_shown(field: str) -> str:
     return f"![x](http:\u2060//evil-{field}.example/md.png)"
 
 
-def _settle(page: Any) -> None:
-    """The page's own done-state: no stale element and no running-script widget."""
-    page.wait_for_function(
-        "!document.querySelector('[data-stale=\"true\"]') && !document.querySelector('[data-testid=\"stStatusWidget\"]')"
-    )
-
-
+# (page, heading, which scan, the planted field whose text shows the page has rendered its content)
 DOCTOR_PAGES = [
-    ("scan_review", "Scan Review", "newest"),
-    ("scan_review", "Scan Review", "oldest"),
-    ("report_draft", "Report Draft", "newest"),
-    ("report_draft", "Report Draft", "oldest"),
-    ("similar_cases", "Similar Cases", "newest"),
-    ("patient_explorer", "Patient Explorer", "newest"),
-    ("import_images", "Import images", None),
-    ("guideline_qa", "Guideline QA", None),
-    ("evaluation", "Self-reflective RAG", None),
-    ("settings_status", "Settings / Status", None),
+    ("scan_review", "Scan Review", "newest", "question"),
+    ("scan_review", "Scan Review", "oldest", "amend"),
+    ("report_draft", "Report Draft", "newest", "draft"),
+    ("report_draft", "Report Draft", "oldest", "reason"),
+    ("similar_cases", "Similar Cases", "newest", "name"),
+    ("patient_explorer", "Patient Explorer", "newest", "amend"),
+    ("import_images", "Import images", None, "name"),
+    ("guideline_qa", "Guideline QA", None, "name"),
+    ("evaluation", "Self-reflective RAG", None, "name"),
+    ("settings_status", "Settings / Status", None, "name"),
 ]
 
 
 def test_no_page_fetches_from_an_outside_host(planted: tuple[str, str, str]) -> None:
     from playwright.sync_api import expect
 
-    expect.set_options(timeout=TIMEOUT_MS)  # the first render builds the runtime and the case index
     base, oldest, newest = planted
     scans = {"newest": newest, "oldest": oldest}
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with chromium_page(2400, TIMEOUT_MS, ARTIFACTS / "inert-failure.png") as page:
+    with chromium_page(2400, failure=ARTIFACTS / "inert-failure.png") as page:  # the shared ceiling
         outside = _watch(page, base)
         log_in(page, base, "dr.chen")
         expect(page.get_by_role("heading", name="Scan Review")).to_be_visible()
-        for path, heading, which in DOCTOR_PAGES:
+        page.wait_for_function("document.cookie.includes('casebook_session=')")
+        for path, heading, which, field in DOCTOR_PAGES:
             page.goto(f"{base}/{path}" + (f"?scan={scans[which]}" if which else ""))
             expect(page.get_by_role("heading", name=heading).first).to_be_visible()
-            _settle(page)
+            expect(page.get_by_text(_as_shown(field), exact=False).first).to_be_visible()  # shown, as typed
+            wait_idle(page)
             page.screenshot(path=str(ARTIFACTS / f"inert-doctor-{path}-{which or 'page'}.png"))
         # the typed text is on the page, shown as typed (a literal "![x](http://evil-…" is no image)
         page.goto(f"{base}/report_draft?scan={oldest}")
         expect(page.get_by_text(_as_shown("reason"), exact=False).first).to_be_visible()
         expect(page.get_by_text(_as_shown("name"), exact=False).first).to_be_visible()
-        _settle(page)
+        wait_idle(page)
         assert page.locator(LIVE).count() == 0, page.locator(LIVE).first.evaluate("e => e.outerHTML")
         page.get_by_role("button", name="Log out").click()
         expect(page.get_by_label("Username")).to_be_visible()
 
         log_in(page, base, "rahul.mehta")
-        expect(page.get_by_role("heading").first).to_be_visible()
-        for which in ("oldest", "newest"):
+        expect(page.get_by_text("Signed in as")).to_be_visible()
+        page.wait_for_function("document.cookie.includes('casebook_session=')")  # a new page load keeps the session
+        for which in ("newest", "oldest"):  # the patient's own page, with the planted report (oldest) last
             page.goto(f"{base}/scan_review?scan={scans[which]}")
-            _settle(page)
+            expect(page.get_by_text("Signed in as")).to_be_visible()
+            wait_idle(page)
             page.screenshot(path=str(ARTIFACTS / f"inert-patient-scan_review-{which}.png"))
-        page.goto(f"{base}/scan_review?scan={oldest}")
         expect(page.get_by_text(_as_shown("amend"), exact=False).first).to_be_visible()
-        _settle(page)
         assert page.locator(LIVE).count() == 0, page.locator(LIVE).first.evaluate("e => e.outerHTML")
     leaked = sorted({urlsplit(u).netloc for u in outside})
     assert not outside, f"the browser asked outside hosts {leaked}: {outside[:5]}"

@@ -187,7 +187,7 @@ hostile = st.lists(
     max_size=8,
 ).map("".join)
 _MD = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
-_ALLOWED_TAGS = {"p", "br", "pre", "code"}  # paragraphs, the line breaks inert adds, an indented block
+_ALLOWED_TAGS = {"p", "br"}  # paragraphs and the line breaks inert adds: nothing else
 GENERATED = 400
 JOINER = "\u2060"
 _BARE_ADDRESS = re.compile(r"://|www\.|@(?!\u2060)", re.IGNORECASE)  # what a GFM autolink literal starts from
