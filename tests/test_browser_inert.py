@@ -131,7 +131,8 @@ def test_no_page_fetches_from_an_outside_host(planted: tuple[str, str, str]) -> 
         expect(page.get_by_role("heading", name="Scan Review")).to_be_visible()
         page.wait_for_function("document.cookie.includes('casebook_session=')")
         for path, heading, which, field in DOCTOR_PAGES:
-            page.goto(f"{base}/{path}" + (f"?scan={scans[which]}" if which else ""))
+            route = "" if path == "scan_review" else path  # Scan Review is the home page: its URL is "/"
+            page.goto(f"{base}/{route}" + (f"?scan={scans[which]}" if which else ""))
             expect(page.get_by_role("heading", name=heading).first).to_be_visible()
             expect(page.get_by_text(_as_shown(field), exact=False).first).to_be_visible()  # shown, as typed
             wait_idle(page)
@@ -149,7 +150,7 @@ def test_no_page_fetches_from_an_outside_host(planted: tuple[str, str, str]) -> 
         expect(page.get_by_text("Signed in as")).to_be_visible()
         page.wait_for_function("document.cookie.includes('casebook_session=')")  # a new page load keeps the session
         for which in ("newest", "oldest"):  # the patient's own page, with the planted report (oldest) last
-            page.goto(f"{base}/scan_review?scan={scans[which]}")
+            page.goto(f"{base}/?scan={scans[which]}")  # the patient's home page
             expect(page.get_by_text("Signed in as")).to_be_visible()
             wait_idle(page)
             page.screenshot(path=str(ARTIFACTS / f"inert-patient-scan_review-{which}.png"))
