@@ -1,7 +1,7 @@
 """Casebook: clinical review workbench. Start with `make run`.
 
-A log-in form comes first; doctors then get every review page, patients a
-reduced navigation (their own scans, no Ask AI, no drafts). The signed-in user
+A log-in form comes first; doctors then land on their worklist with every review
+page beside it, patients get a reduced navigation (their own scans, no Ask AI, no drafts). The signed-in user
 is re-read from the server-side session on every run (core.sessions): a reload
 (F5) keeps the session through its cookie, and a deep link opens its page and
 scan once signed in, because every page stays routable while logged out.
@@ -17,9 +17,11 @@ from pages._text import inert
 
 st.set_page_config(page_title="Casebook", page_icon="🩺", layout="wide")
 
-HOME = "pages/scan_review.py"
+HOME = "pages/scan_review.py"  # a patient's home (My scans)
+DOCTOR_HOME = "pages/worklist.py"  # where a doctor lands after log-in
 SECTIONS: dict[str, list[tuple[str, str, str]]] = {
     "Review": [
+        (DOCTOR_HOME, "Worklist", "📋"),
         (HOME, "Scan Review", "🩻"),
         ("pages/similar_cases.py", "Similar Cases", "🧭"),
         ("pages/patient_explorer.py", "Patient Explorer", "🗺️"),
@@ -44,7 +46,7 @@ def pages_for(user: CurrentUser | None) -> dict[str, list[st.Page]] | list[st.Pa
     """
     if user is not None and user.is_doctor:
         return {
-            section: [st.Page(path, title=title, icon=icon, default=path == HOME) for path, title, icon in rows]
+            section: [st.Page(path, title=title, icon=icon, default=path == DOCTOR_HOME) for path, title, icon in rows]
             for section, rows in SECTIONS.items()
         }
     if user is None:

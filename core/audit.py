@@ -75,6 +75,7 @@ ASK = "ask"
 DRAFT_GENERATE = "draft"  # the name the draft generator has always written
 DRAFT_SAVE = "draft.save"
 DRAFT_SIGN = "draft.sign"
+CRITICAL_RESULT = "critical.communicated"
 REPORT_AMEND = "report.amend"
 REPORT_SEAL = "report.seal"  # a signed report that entered the record without a draft (demo seed, migration 0005)
 UPLOAD = "upload"

@@ -42,6 +42,7 @@ from core.config import (
     PacsSettings,
     PathSettings,
     PrivacySettings,
+    ReportSettings,
     SafetySettings,
     SearchSettings,
     SelfRagSettings,
@@ -100,6 +101,9 @@ class Settings(BaseSettings):
     )
     pacs: PacsSettings = Field(
         default_factory=PacsSettings, description="Hospital PACS (DICOMweb) and FHIR endpoint: import and report export."
+    )
+    reports: ReportSettings = Field(
+        default_factory=ReportSettings, description="Reading workflow: worklist, critical results, signing."
     )
 
     @classmethod

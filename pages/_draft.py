@@ -104,11 +104,12 @@ def _save(rt: Runtime, user: CurrentUser, scan_id: str, state: dict[str, Any]) -
     flash("success", f"Saved draft #{state['draft_id']}.")
 
 
-def _sign(rt: Runtime, user: CurrentUser, scan_id: str, state: dict[str, Any]) -> None:
+def _sign(rt: Runtime, user: CurrentUser, scan_id: str, state: dict[str, Any], signing: dict[str, Any]) -> None:
     from core.reports import sign_draft
 
+    kwargs = {k: v for k, v in signing.items() if k != "ready"}
     try:
-        report_id = sign_draft(rt.db, state["draft_id"], user.id, expected_version=state["version"])
+        report_id = sign_draft(rt.db, state["draft_id"], user.id, expected_version=state["version"], **kwargs)
     except CasebookError as exc:
         flash("error", f"Could not sign the report: {exc}. {exc.hint}")
         return
@@ -140,28 +141,37 @@ def draft_editor(rt: Runtime, user: CurrentUser, scan_id: str) -> None:
     for s in SECTIONS:
         st.text_area(s.upper(), key=f"{key}:{s}", height=80 if s in {"comparison", "recommendations"} else 110)
         st.caption(_HELP[s])
-    c1, c2 = st.columns(2)
-    c1.button(
+    st.button(
         "Save draft",
         key=f"{key}:save",
         type="primary",
         disabled=not unsaved,
         on_click=_save,
         args=(rt, user, scan_id, state),
+        shortcut="Alt+S",
     )
-    with c2:
-        sure = st.checkbox(
-            "I have reviewed this draft and sign it as my report",
-            key=f"{key}:confirm",
-            disabled=unsaved,
-            help="Save the draft first. A signed report cannot be changed, only amended.",
-        )
-        st.button(
-            "Sign report",
-            key=f"{key}:sign",
-            disabled=unsaved or not sure,
-            on_click=_sign,
-            args=(rt, user, scan_id, state),
-        )
+    from core.reports import join_findings
+    from pages._signing import signing_inputs
+
+    stored = {
+        "findings": join_findings(texts["comparison"], texts["findings"]),
+        "impression": texts["impression"],
+        "recommendations": texts["recommendations"],
+    }
+    signing = signing_inputs(rt, key, scan_id, stored)
+    sure = st.checkbox(
+        "I have reviewed this draft and sign it as my report",
+        key=f"{key}:confirm",
+        disabled=unsaved,
+        help="Save the draft first. A signed report cannot be changed, only amended.",
+    )
+    st.button(
+        "Sign report",
+        key=f"{key}:sign",
+        disabled=unsaved or not sure or not signing["ready"],
+        on_click=_sign,
+        args=(rt, user, scan_id, state, signing),
+        shortcut="Alt+G",
+    )
     if unsaved:
         st.caption("A draft that is not saved is lost when you leave. Save to keep it; sign to make it the report.")

@@ -16,7 +16,7 @@ from streamlit.delta_generator import DeltaGenerator
 
 from core.errors import CasebookError
 from core.store.models import ANATOMIES, User
-from pages._shared import DEMO_NOTICE, feature_limit, get_runtime, require_user, show_error
+from pages._shared import DEMO_NOTICE, feature_limit, get_runtime, require_user
 from pages._text import inert
 
 FROM_HEADERS = "From the DICOM headers"
@@ -56,8 +56,29 @@ with st.form("import-form", border=True):
     submitted = st.form_submit_button("Import", type="primary", icon="📥")
 
 
-def _show(bar: DeltaGenerator, fraction: float, message: str) -> None:
-    bar.progress(min(fraction, 1.0), text=message)
+def _show(bar: DeltaGenerator, fraction: float, message: str, names: dict[str, str]) -> None:
+    bar.progress(min(fraction, 1.0), text=inert(_for_doctor(message, names)))
+
+
+def _for_doctor(text: str, names: dict[str, str]) -> str:
+    """Core's words for the command line, said for this form: the files as the doctor named them, the form's fields."""
+    for stored, chosen in names.items():
+        text = text.replace(stored, chosen)
+    return (
+        text.replace("Give --anatomy", "Choose the Anatomy in the form")
+        .replace("give --patient and --anatomy", "choose the Patient and the Anatomy in the form")
+        .replace("--anatomy", "the Anatomy field")
+        .replace("--patient", "the Patient field")
+    )
+
+
+def _outcomes(names: dict[str, str], outcome: str, failed: str | None = None, why: str = "") -> None:
+    """One row per uploaded file, by the name the doctor chose."""
+    rows = [
+        {"file": chosen, "outcome": f"refused: {why}" if failed and failed in (stored, chosen) else outcome}
+        for stored, chosen in names.items()
+    ]
+    st.dataframe(rows, hide_index=True, width="stretch", key="import-outcomes")
 
 
 if submitted:
@@ -71,8 +92,11 @@ if submitted:
     bar = st.progress(0.0, text="Starting…")
     with tempfile.TemporaryDirectory(prefix="casebook-import-") as tmp:
         folder = Path(tmp)
-        for i, f in enumerate(files):  # numbered names: an uploaded name never becomes a path
-            (folder / f"{i:05d}-{Path(f.name).suffix.lower() or '.dcm'}").write_bytes(f.getvalue())
+        names: dict[str, str] = {}  # numbered names on disk (an uploaded name never becomes a path) -> the doctor's
+        for i, f in enumerate(files):
+            stored = f"upload{i + 1:03d}{Path(f.name).suffix.lower() or '.dcm'}"
+            (folder / stored).write_bytes(f.getvalue())
+            names[stored] = Path(f.name).name
         try:
             with feature_limit("import"):
                 summary = import_images(
@@ -83,16 +107,20 @@ if submitted:
                     anatomy=None if anatomy == FROM_HEADERS else anatomy,
                     confirm_burned_in=confirmed,
                     actor_id=user.id,
-                    progress=lambda fraction, message: _show(bar, fraction, message),
+                    progress=lambda fraction, message: _show(bar, fraction, message, names),
                 )
         except CasebookError as exc:
             bar.empty()
             cancel.empty()
-            show_error("Nothing was imported", exc)
+            message, hint = _for_doctor(str(exc), names), _for_doctor(getattr(exc, "hint", "") or "", names)
+            st.error(f"Nothing was imported: {inert(message)}" + (f"\n\n{inert(hint)}" if hint else ""), icon="⚠️")
+            failed = next((chosen for stored, chosen in names.items() if stored in str(exc)), None)
+            _outcomes(names, "not imported (an import is all or nothing)", failed, message)
             st.stop()
     cancel.empty()
     st.cache_data.clear()  # the scan lists and series caches must see the new scans
     st.success(f"Imported {summary.files:d} file(s) as {len(summary.scans):d} scan(s).", icon="✅")
+    _outcomes(names, "imported")
     st.caption(inert(summary.embedding_note))
     for scan in summary.scans:
         st.page_link(

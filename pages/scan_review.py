@@ -12,18 +12,24 @@ from core.errors import CasebookError
 from core.reports import report_versions
 from pages._draft import draft_editor
 from pages._draft_live import draft_generation
+from pages._reading import reading_bar
 from pages._shared import DEMO_NOTICE, DRAFT_NOTICE, get_runtime, pick_scan, require_user, show_error, similar_for
+from pages._structured import structured_form
 from pages._text import inert
 from pages._viewer import ai_reading, image_panel, neighbour_thumbnails
 from pages._widgets import case_cards, reports_view, scan_card
 
 user = require_user()
+# reading room density: the image starts above the fold at 1366x768
+st.html("<style>.stMainBlockContainer { padding-top: 2.5rem; }</style>")
 st.title("Scan Review" if user.is_doctor else "My scans")
 st.caption(DEMO_NOTICE)
 scan = pick_scan(user)
 if scan is None:
     st.stop()
 rt = get_runtime()
+if user.is_doctor:
+    reading_bar(user, scan.scan_id)
 
 if not user.is_doctor:  # the access layer hands a patient only what a doctor signed (core.auth)
     view = patient_scan_view(rt.db, user, scan.scan_id)
@@ -62,6 +68,7 @@ with left:
 with right:
     with st.container(border=True, key="draft"):
         st.subheader("Report draft")
+        structured_form(rt, scan)
         requested = st.button(
             "Generate draft",
             key="generate-draft",

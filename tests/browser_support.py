@@ -32,8 +32,10 @@ __all__ = [
     "BROWSER_TIMEOUT_MS",
     "ServedApp",
     "chromium_page",
+    "confirm_ai_statements",
     "open_patient",
     "served_copy",
+    "to_scan_review",
     "wait_idle",
 ]
 
@@ -120,9 +122,43 @@ def chromium_page(height: int, timeout_ms: float | None = None, failure: Path | 
             browser.close()
 
 
+def to_scan_review(page: Page) -> None:
+    """Open Scan Review (a doctor lands on the Worklist after log-in).
+
+    A navigation click during the log-in rerun can be lost, so this waits for the log-in's own
+    done-state (the session cookie is set) and opens the page's URL, as a bookmark would.
+    """
+    from urllib.parse import urlsplit
+
+    from playwright.sync_api import expect
+
+    page.wait_for_function("document.cookie.includes('casebook_session=')")
+    url = urlsplit(page.url)
+    page.goto(f"{url.scheme}://{url.netloc}/scan_review")
+    expect(page.get_by_role("heading", name="Scan Review")).to_be_visible()
+
+
+def confirm_ai_statements(page: Page) -> int:
+    """Tick "Confirmed" for every AI-derived sentence of the saved draft (signing needs each); returns how many."""
+    from playwright.sync_api import expect
+
+    boxes = page.locator(".st-key-attest").get_by_role("checkbox")
+    expect(boxes.first).to_be_visible()
+    n = boxes.count()
+    for i in range(n):
+        boxes.nth(i).check()
+        expect(boxes.nth(i)).to_be_checked()
+    return n
+
+
 def open_patient(page: Page, name: str) -> None:
-    """Search the Scan Review page for a patient by ``name`` (the caller waits for what should appear)."""
+    """Search the Scan Review page for a patient by ``name`` (the caller waits for what should appear).
+
+    From any other page (the Worklist a doctor lands on) it goes to Scan Review first.
+    """
     search = page.get_by_role("textbox", name="Search patients")
+    if not page.get_by_role("heading", name="Scan Review").is_visible():
+        to_scan_review(page)
     search.fill(name)
     search.press("Enter")
 

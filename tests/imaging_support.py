@@ -59,3 +59,31 @@ def audit_outcomes(rt: Runtime) -> list[str]:
     """Outcomes of the image-import audit rows, oldest first."""
     with rt.db.read_only() as s:
         return list(s.scalars(select(AuditLog.outcome).where(AuditLog.action == "image.import").order_by(AuditLog.id)))
+
+
+def real_ct_series(folder: Path, n: int = 24) -> Path:
+    """``n`` axial slices of a real CT: pydicom's 512x512 head CT slice (693_J2KI.dcm), decompressed, one series.
+
+    pydicom ships no multi-slice or multi-frame CT, so each slice is the real one shifted by a
+    few rows (each differs, as in a real series), with its own position and instance number;
+    the real header (PixelSpacing, ImageOrientationPatient, rescale) is kept.
+    """
+    import numpy as np
+    from pydicom.uid import ExplicitVRLittleEndian, generate_uid
+
+    folder.mkdir(parents=True, exist_ok=True)
+    src = pydicom.dcmread(packaged("693_J2KI.dcm"))
+    src.decompress()
+    src.file_meta.TransferSyntaxUID = ExplicitVRLittleEndian
+    stored = src.pixel_array.copy()
+    study, series = generate_uid(), generate_uid()
+    z0 = float(src.ImagePositionPatient[2]) if "ImagePositionPatient" in src else 0.0
+    for k in range(n):
+        src.PixelData = np.roll(stored, k * 3, axis=0).tobytes()
+        src.StudyInstanceUID, src.SeriesInstanceUID = study, series
+        src.SOPInstanceUID = src.file_meta.MediaStorageSOPInstanceUID = generate_uid()
+        src.InstanceNumber = k + 1
+        if "ImagePositionPatient" in src:
+            src.ImagePositionPatient = [src.ImagePositionPatient[0], src.ImagePositionPatient[1], z0 + 2.5 * k]
+        src.save_as(folder / f"ct{k:03d}.dcm")
+    return folder

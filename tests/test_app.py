@@ -81,7 +81,8 @@ def test_doctor_logs_in_and_gets_the_review_pages(demo_env: Path) -> None:
     assert not at.exception
     assert at.session_state["user"].role == "doctor"
     assert "Dr. Sarah Chen" in shown(at.sidebar.markdown[0].value)
-    assert at.title[0].value == "Scan Review" and len(at.chat_input) == 1
+    # a doctor lands on the worklist (issue 29), critical AI readings first
+    assert at.title[0].value == "Worklist" and "Tension pneumothorax" in texts(at) and not at.chat_input
     at.sidebar.button[0].click().run()  # log out
     assert "user" not in at.session_state and [t.label for t in at.text_input] == ["Username", "Password"]
 

@@ -80,6 +80,10 @@ def test_report_draft_lists_edits_signs_and_amends(fresh: Runtime, monkeypatch: 
     assert "unsaved changes" in texts(at)
     at.button(key=f"draft:{scan}:save").click().run()
     at.checkbox(key=f"draft:{scan}:confirm").check().run()
+    # a tension pneumothorax is a critical result: no signing before the communication record
+    assert at.button(key=f"draft:{scan}:sign").disabled
+    at.text_input(key=f"draft:{scan}:to").input("Dr. A. Osei, emergency registrar").run()
+    at.checkbox(key=f"draft:{scan}:readback").check().run()
     at.button(key=f"draft:{scan}:sign").click().run()
     assert not at.exception and "Report #" in texts(at) and "version 1" in texts(at)
     report = sign_id = None
@@ -87,6 +91,7 @@ def test_report_draft_lists_edits_signs_and_amends(fresh: Runtime, monkeypatch: 
         report = s.scalars(select(Report).where(Report.scan_id == scan)).one()
         sign_id = report.id
     assert report.findings.startswith("Large left pneumothorax")
+    assert "CRITICAL RESULT: communicated to Dr. A. Osei, emergency registrar by phone" in report.recommendations
     at.text_area(key=f"amend-{sign_id}:impression").input("Tension pneumothorax, decompressed.").run()
     at.text_input(key=f"amend-{sign_id}:reason").input("Decompression recorded after signing.").run()
     at.checkbox(key=f"amend-{sign_id}:confirm").check().run()

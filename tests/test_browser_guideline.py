@@ -34,7 +34,7 @@ def test_guideline_answers_statements_evidence_toggle_and_refusal(qa_server: str
 
     with chromium_page(2000, TIMEOUT_MS, ARTIFACTS / "guideline-failure.png") as page:
         log_in(page, qa_server, "dr.chen")
-        expect(page.get_by_role("heading", name="Scan Review")).to_be_visible()
+        expect(page.get_by_role("heading", name="Worklist")).to_be_visible()  # a doctor lands on the worklist
         page.get_by_role("link", name="Guideline QA").click()
         expect(page.get_by_role("heading", name="Guideline QA")).to_be_visible()
         question = page.get_by_role("textbox", name="Question")

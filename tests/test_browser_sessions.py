@@ -43,13 +43,13 @@ def test_reload_keeps_the_session_and_log_out_revokes_it(server: tuple[str, Path
         before = set(s.scalars(select(UserSession.id)))
     with chromium_page(1400, TIMEOUT_MS) as page:
         log_in(page, base, "dr.chen")
-        expect(page.get_by_role("heading", name="Scan Review")).to_be_visible()
+        expect(page.get_by_role("heading", name="Worklist")).to_be_visible()  # a doctor lands on the worklist
         expect(page.get_by_text("Signed in as")).to_be_visible()
         page.wait_for_function("document.cookie.includes('casebook_session=')")
         cookie = next(c for c in page.context.cookies() if c["name"] == "casebook_session")
         assert cookie["value"] not in page.url and cookie["sameSite"] == "Strict"
         page.reload()  # F5
-        expect(page.get_by_role("heading", name="Scan Review")).to_be_visible()
+        expect(page.get_by_role("heading", name="Worklist")).to_be_visible()
         expect(page.get_by_text("Signed in as")).to_be_visible()
         expect(page.get_by_label("Username")).to_have_count(0)
         page.screenshot(path=str(ARTIFACTS / "sessions-01-after-reload.png"))

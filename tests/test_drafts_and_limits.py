@@ -16,6 +16,7 @@ from core.answer.records import check_rate_limit
 from core.answer.rules import forbidden_reason
 from core.errors import ConflictError, ImmutableRecordError, InvalidInputError, RateLimitedError
 from core.reports import DraftText, amend_report, save_draft, sign_draft
+from core.reports.signing import ai_sentences
 from core.reports.writer import generate_report_draft
 from core.runtime import Runtime
 from core.store.db import Database
@@ -54,7 +55,9 @@ def test_save_sign_and_amend(fresh: Runtime) -> None:
     draft_id = save_draft(fresh.db, sid, doc, draft)
     edited = DraftText("Large left pneumothorax with mediastinal shift.", draft.impression, draft.recommendations)
     assert save_draft(fresh.db, sid, doc, edited, draft_id=draft_id, expected_version=1) == draft_id
-    report_id = sign_draft(fresh.db, draft_id, doc)
+    with pytest.raises(InvalidInputError, match="AI-derived"):  # the impression still carries the AI reading
+        sign_draft(fresh.db, draft_id, doc)
+    report_id = sign_draft(fresh.db, draft_id, doc, confirmed_ai=ai_sentences(edited.impression))
     with fresh.db.read_only() as s:
         report = s.get(Report, report_id)
         d = s.get(ReportDraft, draft_id)

@@ -93,8 +93,11 @@ def test_a_second_version_two_is_refused_by_the_unique_index(rw: Runtime) -> Non
 def test_an_amendment_must_change_the_text_and_give_a_reason(rw: Runtime) -> None:
     rid, original = _signed(rw)
     doc = _user(rw, "dr.chen")
+    with rw.db.read_only() as s:  # the signed text ends with the doctor's attestation
+        signed_recs = s.scalar(select(Report.recommendations).where(Report.id == rid)) or ""
+    assert signed_recs.startswith("ATTESTATION: I, Dr. Sarah Chen")
     with pytest.raises(InvalidInputError, match="change"):
-        amend_report(rw.db, rid, doc, original, "Pneumothorax.", "", reason="No change at all")
+        amend_report(rw.db, rid, doc, original, "Pneumothorax.", signed_recs, reason="No change at all")
     with pytest.raises(InvalidInputError, match="reason"):
         amend_report(rw.db, rid, doc, "Right pneumothorax.", "Pneumothorax.", "", reason="   ")
     new = amend_report(rw.db, rid, doc, "Right pneumothorax.", "Pneumothorax.", "", reason="Side corrected")

@@ -17,6 +17,7 @@ stays light (a test checks that it loads no ``core.kb``, ``core.llm`` or
 | ``imaging``       | ``imaging``: medical images                                               |
 | ``privacy``       | ``privacy``: de-identified egress                                         |
 | ``pacs``          | ``pacs``: the hospital PACS (DICOMweb) and FHIR endpoint                  |
+| ``reports``       | ``reports``: worklist priority, critical results, signing                 |
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from core.config.kb import KBSettings
 from core.config.llm import LLMBackendName, LLMSettings
 from core.config.pacs import PacsSettings
 from core.config.privacy import PrivacySettings
+from core.config.reports import ReportSettings
 from core.config.selfrag import CriticName, RetrievalMode, SelfRagSettings
 
 __all__ = [
@@ -56,6 +58,7 @@ __all__ = [
     "PacsSettings",
     "PathSettings",
     "PrivacySettings",
+    "ReportSettings",
     "RetrievalMode",
     "SafetySettings",
     "SearchSettings",

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 from core import audit as log
 from core.store.db import Database
 
-__all__ = ["draft_generated", "draft_saved", "draft_signed", "report_amended"]
+__all__ = ["critical_communicated", "draft_generated", "draft_saved", "draft_signed", "report_amended"]
 
 
 def draft_generated(
@@ -32,12 +32,35 @@ def draft_saved(session: Session, author_id: int, scan_id: str, draft_id: int, v
 
 
 def draft_signed(
-    session: Session, doctor_id: int, scan_id: str, draft_id: int, report_id: int, content_hash: str | None
+    session: Session,
+    doctor_id: int,
+    scan_id: str,
+    draft_id: int,
+    report_id: int,
+    content_hash: str | None,
+    *,
+    ai_confirmed: int = 0,
+    from_ai: bool = False,
 ) -> None:
-    """A draft signed into report ``report_id`` (its content hash is what later verification recomputes)."""
+    """A draft signed into report ``report_id`` (its content hash is what later verification recomputes).
+
+    ``from_ai`` and ``ai_confirmed`` keep the AI provenance: whether the draft came from the AI and how
+    many of its AI-derived sentences the doctor confirmed (the draft row keeps their marked text).
+    """
     log.record_in(
-        session, log.DRAFT_SIGN, doctor_id, scan_id, draft_id=draft_id, report_id=report_id, content_hash=content_hash
-    )
+        session, log.DRAFT_SIGN, doctor_id, scan_id, draft_id=draft_id, report_id=report_id, content_hash=content_hash,
+        from_ai=from_ai, ai_confirmed=ai_confirmed,
+    )  # fmt: skip
+
+
+def critical_communicated(
+    session: Session, doctor_id: int, scan_id: str, *, report_id: int, recipient: str, method: str, at: str
+) -> None:
+    """A critical result communicated before signing: to whom (hashed when long), how, when; read back."""
+    log.record_in(
+        session, log.CRITICAL_RESULT, doctor_id, scan_id, report_id=report_id, recipient=recipient, method=method,
+        communicated_at=at, read_back=True,
+    )  # fmt: skip
 
 
 def report_amended(

@@ -16,6 +16,7 @@ with its audit row (:mod:`core.reports.audit`):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select, text, update
@@ -23,8 +24,15 @@ from sqlalchemy.exc import IntegrityError
 
 from core.errors import AccessDeniedError, ConflictError, ImmutableRecordError, InvalidInputError, NotFoundError
 from core.reports import audit as report_audit
+from core.reports.signing import (
+    CriticalCommunication,
+    attest,
+    attestation_line,
+    communication_line,
+    needs_communication,
+)
 from core.store.db import Database
-from core.store.models import Report, ReportDraft, User, utcnow
+from core.store.models import Report, ReportDraft, Scan, User, utcnow
 
 if TYPE_CHECKING:
     from core.reports.drafts import DraftText
@@ -128,8 +136,23 @@ def save_draft(
         return draft_id
 
 
-def sign_draft(db: Database, draft_id: int, doctor_id: int, *, expected_version: int | None = None) -> int:
-    """Sign the author's open draft (from ``expected_version`` when given) into an immutable report; returns its id."""
+def sign_draft(
+    db: Database,
+    draft_id: int,
+    doctor_id: int,
+    *,
+    expected_version: int | None = None,
+    confirmed_ai: Sequence[str] = (),
+    communication: CriticalCommunication | None = None,
+    critical_findings: Sequence[str] = (),
+    flagged_critical: bool = False,
+) -> int:
+    """Sign the author's open draft (from ``expected_version`` when given) into an immutable report; returns its id.
+
+    Every AI-derived sentence must be in ``confirmed_ai`` (else :class:`InvalidInputError`); a critical
+    result (:func:`~core.reports.signing.needs_communication`) needs ``communication``. The signed text
+    carries the CRITICAL RESULT record and the doctor's ATTESTATION; the draft keeps the AI marks.
+    """
     _doctor(db, doctor_id)
     with db.session() as s:
         cond = [ReportDraft.id == draft_id, ReportDraft.author_id == doctor_id, ReportDraft.status == "open"]
@@ -147,20 +170,43 @@ def sign_draft(db: Database, draft_id: int, doctor_id: int, *, expected_version:
         draft = s.scalars(
             select(ReportDraft).where(ReportDraft.id == draft_id).execution_options(populate_existing=True)
         ).one()
+        texts = {"findings": draft.findings, "impression": draft.impression, "recommendations": draft.recommendations}
+        scan, doctor = s.get(Scan, draft.scan_id), s.get(User, doctor_id)
+        assert scan is not None and doctor is not None
+        now = utcnow()
+        critical = needs_communication(
+            scan.ai_diagnosis, [draft.findings, draft.impression], critical_findings, flagged=flagged_critical
+        )
+        if critical and communication is None:
+            raise InvalidInputError(
+                "This report has a critical finding: record who was told, when, how, and the read-back before signing"
+            )
+        signed, confirmed = attest(texts, confirmed_ai)  # refuses an AI-derived sentence left unconfirmed
+        closing = [communication_line(communication.checked(now))] if critical and communication else []
+        closing.append(attestation_line(doctor.display_name, confirmed, now))
+        recommendations = "\n\n".join(p for p in (signed["recommendations"].strip(), *closing) if p)
         report = Report(
             scan_id=draft.scan_id,
             author_id=doctor_id,
-            findings=draft.findings,
-            impression=draft.impression,
-            recommendations=draft.recommendations,
+            findings=signed["findings"],
+            impression=signed["impression"],
+            recommendations=recommendations,
             is_ai_corrected=draft.from_ai,
             version=1,
-            signed_at=utcnow(),
+            signed_at=now,
         )
         s.add(report)
         s.flush()
         draft.report_id = report.id
-        report_audit.draft_signed(s, doctor_id, draft.scan_id, draft_id, report.id, report.content_hash)
+        report_audit.draft_signed(
+            s, doctor_id, draft.scan_id, draft_id, report.id, report.content_hash,
+            ai_confirmed=confirmed, from_ai=draft.from_ai,
+        )  # fmt: skip
+        if critical and communication is not None:
+            report_audit.critical_communicated(
+                s, doctor_id, draft.scan_id, report_id=report.id, recipient=communication.recipient.strip(),
+                method=communication.method, at=communication.communicated_at.isoformat(timespec="minutes"),
+            )  # fmt: skip
         return report.id
 
 

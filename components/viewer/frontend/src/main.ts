@@ -43,6 +43,7 @@ type Pane = {
   imageIds: string[];
   overlay: Record<string, HTMLElement>;
   slider: HTMLInputElement;
+  data?: Int16Array | Float32Array | Uint8Array;
 };
 
 const ENGINE_ID = "casebook-engine";
@@ -73,7 +74,13 @@ let linked = true;
 let cineOn = false;
 let syncing = false;
 const stats = { renders: 0, lastRender: 0, lastPaint: 0, lastInput: 0 };
-(window as any).casebookViewer = { stats, panes: () => panes.map((p) => p.meta.key) };
+(window as any).casebookViewer = {
+  stats,
+  panes: () => panes.map((p) => p.meta.key),
+  annotations: () => cst.annotation.state.getAllAnnotations().map((a: any) => ({
+    tool: a.metadata?.toolName, stats: a.data?.cachedStats,
+  })),
+};
 
 async function setUp(): Promise<void> {
   setUseCPURendering(true); // stacks of 2-D slices: fast on the CPU, and no GPU needed (VMs, CI)
@@ -112,8 +119,9 @@ function typed(m: PaneMeta, raw: Uint8Array): Int16Array | Float32Array | Uint8A
   return new Uint8Array(buf);
 }
 
-function makeImages(m: PaneMeta, raw: Uint8Array): string[] {
-  const data = typed(m, raw);
+function makeImages(p: Pane, raw: Uint8Array): string[] {
+  const m = p.meta;
+  const data = (p.data = typed(m, raw));
   const per = m.rows * m.cols * (m.colour ? 3 : 1);
   const ids: string[] = [];
   const [rowSp, colSp] = m.spacing ?? [1, 1];
@@ -131,7 +139,7 @@ function makeImages(m: PaneMeta, raw: Uint8Array): string[] {
       dimensions: [m.cols, m.rows],
       spacing: [colSp, rowSp],
       direction: (m.orientation ?? [1, 0, 0, 0, 1, 0]) as any,
-      origin: [0, 0, f] as any,
+      origin: [0, 0, 0] as any, // a stack: each image is its own plane (the probe reads index k = 0)
       frameOfReferenceUID: `casebook-${m.series_id}`,
     } as any);
     // the image's own default window: what Cornerstone falls back to when it recomputes the VOI
@@ -188,6 +196,9 @@ function buildToolbar(root: HTMLElement, grey: boolean, multiFrame: boolean): vo
 
 function buildPane(row: HTMLElement, m: PaneMeta, index: number): Pane {
   const box = el("div", "pane");
+  // Cornerstone's key listener on the image cancels every key, Tab included (a keyboard trap):
+  // Tab stops here, before it reaches the image, so focus moves on to the page
+  box.addEventListener("keydown", (e) => e.key === "Tab" && e.stopPropagation(), { capture: true });
   const element = el("div", "viewport");
   element.tabIndex = 0;
   element.setAttribute("role", "group");
@@ -273,21 +284,12 @@ function follow(source: Pane, kind: "slice" | "voi"): void {
 }
 
 function setDragTool(id: string): void {
-  const B = cst.Enums.MouseBindings;
   const prev = DRAG_TOOLS[activeDrag].tool;
   const next = DRAG_TOOLS[id].tool;
   if (prev === next) return;
-  // the mouse defaults (wheel: scroll, middle: pan, right: zoom) stay; only the left button moves
-  const keep: Record<string, number> = {
-    [cst.PanTool.toolName]: B.Auxiliary, [cst.ZoomTool.toolName]: B.Secondary, [cst.StackScrollTool.toolName]: B.Wheel,
-  };
-  if (keep[prev] !== undefined) group.setToolActive(prev, { bindings: [{ mouseButton: keep[prev] }] });
-  else if (prev === cst.LengthTool.toolName || prev === cst.ProbeTool.toolName || prev === cst.RectangleROITool.toolName)
-    group.setToolPassive(prev);
-  else group.setToolPassive(prev);
-  const bindings = [{ mouseButton: B.Primary }];
-  if (keep[next] !== undefined) bindings.push({ mouseButton: keep[next] });
-  group.setToolActive(next, { bindings });
+  // passive drops only the left button: the mouse defaults (wheel scroll, middle pan, right zoom) stay
+  group.setToolPassive(prev);
+  group.setToolActive(next, { bindings: [{ mouseButton: cst.Enums.MouseBindings.Primary }] });
   activeDrag = id;
   document.querySelectorAll<HTMLButtonElement>(".toolbar .tb").forEach((b) => {
     if (b.dataset.testid?.startsWith("tool-")) b.setAttribute("aria-pressed", String(b.dataset.testid === `tool-${id}`));
@@ -365,19 +367,34 @@ function showMeasurements(): void {
   const rows: string[] = [];
   for (const name of [cst.LengthTool.toolName, cst.ProbeTool.toolName, cst.RectangleROITool.toolName]) {
     for (const a of cst.annotation.state.getAllAnnotations().filter((x: any) => x.metadata?.toolName === name)) {
-      const stat: any = Object.values((a as any).data?.cachedStats ?? {})[0];
+      const [target, stat]: [string, any] = Object.entries((a as any).data?.cachedStats ?? {})[0] ?? ["", null];
       if (!stat) continue;
+      if (name === cst.ProbeTool.toolName && stat.index) stat.value = pixelAt(target, stat.index);
+      const calibrated = panes.some((p) => p.meta.spacing); // without PixelSpacing a length is in pixels
       if (name === cst.LengthTool.toolName && stat.length !== undefined)
-        rows.push(`Length ${Number(stat.length).toFixed(1)} ${stat.unit ?? "mm"}`);
-      else if (name === cst.ProbeTool.toolName && stat.value !== undefined)
+        rows.push(`Length ${Number(stat.length).toFixed(1)} ${calibrated ? stat.unit ?? "mm" : "px"}`);
+      else if (name === cst.ProbeTool.toolName && stat.value !== undefined && stat.value !== null)
         rows.push(`Point ${Array.isArray(stat.value) ? stat.value.join(", ") : Math.round(Number(stat.value))} ${stat.modalityUnit ?? ""}`.trim());
       else if (stat.mean !== undefined)
         rows.push(`ROI mean ${Number(stat.mean).toFixed(0)} ± ${Number(stat.stdDev).toFixed(0)} ${stat.modalityUnit ?? ""}, area ${Number(stat.area).toFixed(0)} ${stat.areaUnit ?? ""}`.trim());
     }
   }
-  list.textContent = rows.length ? rows.join(" · ") : "No measurements yet: pick Length, HU probe or ROI and drag on the image.";
+  const text = rows.length ? rows.join(" · ") : "No measurements yet: pick Length, HU probe or ROI and drag on the image.";
+  if (text === list.textContent) return; // unchanged: no DOM write and no rerun of the page
+  list.textContent = text;
   list.dataset.count = String(rows.length);
   setValue({ measurements: rows });
+}
+
+// the stored value under a probe, read from the frame the browser holds (Cornerstone's CPU stack
+// path looks the value up at the slice index in a one-slice image and finds nothing)
+function pixelAt(target: string, index: number[]): number | null {
+  const [, series, frame] = target.replace(/^imageId:/, "").split(":");
+  const p = panes.find((x) => String(x.meta.series_id) === series);
+  if (!p?.data || p.meta.colour) return null;
+  const [i, j] = index;
+  if (i < 0 || j < 0 || i >= p.meta.cols || j >= p.meta.rows) return null;
+  return p.data[Number(frame) * p.meta.rows * p.meta.cols + j * p.meta.cols + i];
 }
 
 function markers(p: Pane): void {
@@ -415,7 +432,7 @@ async function render(args: RenderArgs): Promise<void> {
   showMeasurements();
   setFrameHeight(height);
   for (const [i, p] of panes.entries()) {
-    p.imageIds = makeImages(p.meta, bytesOf(args[`pixels_${i}`]));
+    p.imageIds = makeImages(p, bytesOf(args[`pixels_${i}`]));
     engine!.enableElement({ viewportId: p.viewportId, element: p.element, type: CoreEnums.ViewportType.STACK });
     group.addViewport(p.viewportId, ENGINE_ID);
     p.element.tabIndex = 0; // enableElement sets -1: the image is a tab stop (arrow keys scroll it)
@@ -427,6 +444,8 @@ async function render(args: RenderArgs): Promise<void> {
       updateOverlay(p);
     });
     p.element.addEventListener(CoreEnums.Events.STACK_NEW_IMAGE, () => follow(p, "slice"));
+    // a tool computes its statistics while drawing: read them once the annotations are drawn
+    p.element.addEventListener(cst.Enums.Events.ANNOTATION_RENDERED, () => window.setTimeout(showMeasurements, 0));
     p.element.addEventListener(CoreEnums.Events.VOI_MODIFIED, () => follow(p, "voi"));
     await vp.setStack(p.imageIds, Math.min(p.meta.start, p.imageIds.length - 1));
     if (p.meta.window && !p.meta.colour) {

@@ -1,0 +1,122 @@
+"""What signing settles: every AI-derived sentence edited or confirmed, and a critical result communicated.
+
+* An AI-derived sentence is one still carrying ``AI_MARK`` ("AI reading, not verified").
+  The doctor either edits it (the mark goes with the edit) or confirms it; signing with
+  one left unconfirmed is refused. Confirmed sentences lose the mark in the signed text,
+  which ends with the doctor's ATTESTATION; the saved draft (with the marks) and the
+  audit row keep the AI provenance.
+* A critical finding (the AI reading names one of ``reports.critical_findings``, the
+  report's text does, or the doctor flags it) needs a :class:`CriticalCommunication`:
+  to whom, when, how, and read-back confirmed. It is written into the signed text
+  (CRITICAL RESULT) and into the audit.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from core.errors import InvalidInputError
+from core.reports.drafts import AI_MARK
+
+__all__ = [
+    "METHODS",
+    "CriticalCommunication",
+    "ai_sentences",
+    "attest",
+    "attestation_line",
+    "communication_line",
+    "needs_communication",
+]
+
+METHODS = ("phone", "in person", "secure message")
+_SENTENCE = re.compile(r"[^.!?\n]*" + re.escape(AI_MARK) + r"[^.!?\n]*[.!?]?")
+_MARK = re.compile(r"\s*\(" + re.escape(AI_MARK) + r"\)|" + re.escape(AI_MARK) + r":\s*")
+
+
+def ai_sentences(*texts: str) -> list[str]:
+    """The sentences still marked as AI-derived, in order, each once."""
+    out: list[str] = []
+    for text in texts:
+        for m in _SENTENCE.finditer(text or ""):
+            s = m.group(0).strip()
+            if s and s not in out:
+                out.append(s)
+    return out
+
+
+def _unmark(sentence: str) -> str:
+    plain = _MARK.sub(" ", sentence).strip()
+    plain = re.sub(r"\s+([.,;:])", r"\1", re.sub(r"\s{2,}", " ", plain))
+    return plain[:1].upper() + plain[1:]
+
+
+def attest(texts: dict[str, str], confirmed: Iterable[str]) -> tuple[dict[str, str], int]:
+    """``texts`` with every AI-derived sentence confirmed (its mark removed); refuses any left unconfirmed.
+
+    Returns the attested texts and how many sentences were confirmed.
+    """
+    wanted = ai_sentences(*texts.values())
+    given = {c.strip() for c in confirmed}
+    missing = [s for s in wanted if s not in given]
+    if missing:
+        raise InvalidInputError(
+            f"{len(missing)} AI-derived statement(s) are neither edited nor confirmed",
+            hint="Edit each sentence marked 'AI reading, not verified' or tick it as confirmed before signing.",
+        )
+    out = {}
+    for key, text in texts.items():
+        for s in wanted:
+            text = text.replace(s, _unmark(s))
+        out[key] = text
+    return out, len(wanted)
+
+
+@dataclass(frozen=True)
+class CriticalCommunication:
+    """A critical result told to a responsible clinician: to whom, when, how, and that they read it back."""
+
+    recipient: str
+    method: str
+    communicated_at: dt.datetime
+    read_back: bool
+
+    def checked(self, now: dt.datetime) -> CriticalCommunication:
+        """This record, or :class:`InvalidInputError` naming what is missing."""
+        if not self.recipient.strip():
+            raise InvalidInputError("A critical-result record needs the name of the person told")
+        if self.method not in METHODS:
+            raise InvalidInputError(f"A critical result is communicated by one of: {', '.join(METHODS)}")
+        if not self.read_back:
+            raise InvalidInputError(
+                "The critical result was not read back", hint="Ask the recipient to read the result back, then tick it."
+            )
+        when = self.communicated_at if self.communicated_at.tzinfo else self.communicated_at.replace(tzinfo=dt.UTC)
+        if when > now + dt.timedelta(minutes=5):
+            raise InvalidInputError("A critical result cannot be recorded as communicated in the future")
+        return self
+
+
+def needs_communication(
+    diagnosis: str, texts: Sequence[str], critical_findings: Sequence[str], *, flagged: bool = False
+) -> bool:
+    """True when the AI reading, the report's own text or the doctor's flag makes this a critical result."""
+    from core.worklist import is_critical
+
+    return flagged or is_critical(diagnosis, critical_findings) or any(is_critical(t, critical_findings) for t in texts)
+
+
+def communication_line(c: CriticalCommunication) -> str:
+    """The CRITICAL RESULT paragraph of the signed report."""
+    return (
+        f"CRITICAL RESULT: communicated to {c.recipient.strip()} by {c.method} at "
+        f"{c.communicated_at:%Y-%m-%d %H:%M}; read-back confirmed."
+    )
+
+
+def attestation_line(doctor: str, confirmed: int, when: dt.datetime) -> str:
+    """The ATTESTATION paragraph that ends the signed report."""
+    ai = f" Its {confirmed} AI-derived statement(s) were reviewed and confirmed by me." if confirmed else ""
+    return f"ATTESTATION: I, {doctor}, reviewed the images and this report and sign it as my own.{ai} {when:%Y-%m-%d %H:%M} UTC."
