@@ -68,7 +68,7 @@ def test_doctor_imports_from_the_study_list_and_sends_the_report_back(server: tu
     base, root, study = server
     with chromium_page(1300, TIMEOUT_MS, ARTIFACTS / "pacs-failure.png") as page:
         log_in(page, base, "dr.chen")
-        expect(page.get_by_role("heading", name="Scan Review")).to_be_visible()
+        expect(page.get_by_role("heading", name="Worklist")).to_be_visible()
         _settle(page)
         page.get_by_role("link", name="PACS").click()
         expect(page.get_by_role("heading", name="PACS")).to_be_visible()
