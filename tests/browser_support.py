@@ -142,12 +142,13 @@ def confirm_ai_statements(page: Page) -> int:
     """Tick "Confirmed" for every AI-derived sentence of the saved draft (signing needs each); returns how many."""
     from playwright.sync_api import expect
 
-    boxes = page.locator(".st-key-attest").get_by_role("checkbox")
+    boxes = page.locator(".st-key-attest [data-testid='stCheckbox']")
     expect(boxes.first).to_be_visible()
     n = boxes.count()
     for i in range(n):
-        boxes.nth(i).check()
-        expect(boxes.nth(i)).to_be_checked()
+        boxes.nth(i).locator("label").click()  # Streamlit's input is hidden behind its label
+        expect(boxes.nth(i).get_by_role("checkbox")).to_be_checked()
+        wait_idle(page)
     return n
 
 

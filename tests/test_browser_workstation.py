@@ -24,7 +24,14 @@ from core.imaging.importer import import_images
 from core.runtime import open_runtime
 from core.settings import REPO_ROOT
 from core.store.models import AuditLog, ImageSeries, Report
-from tests.browser_support import ARTIFACTS, BROWSER_MARKS, BROWSER_TIMEOUT_MS, chromium_page, served_copy
+from tests.browser_support import (
+    ARTIFACTS,
+    BROWSER_MARKS,
+    BROWSER_TIMEOUT_MS,
+    chromium_page,
+    confirm_ai_statements,
+    served_copy,
+)
 from tests.conftest import make_settings, scan_of
 from tests.imaging_support import real_ct_series
 from tests.test_app_support import log_in
@@ -179,11 +186,7 @@ def test_read_report_critical_result_sign_and_amend(server: tuple[str, Path, str
         page.get_by_role("button", name="Save draft").click()
         expect(page.get_by_text("Saved draft #")).to_be_visible()
         # sign: the AI sentence confirmed, the critical result recorded with its read-back
-        confirms = page.locator(".st-key-attest").get_by_role("checkbox")
-        expect(confirms.first).to_be_visible()
-        for i in range(confirms.count()):
-            confirms.nth(i).check()
-            _settle(page)
+        assert confirm_ai_statements(page) == 2  # the tension value and the impression that names it
         record = page.locator(".st-key-critical-record")
         record.get_by_role("textbox", name="Told to (name and role)").fill("Dr. A. Osei, emergency registrar")
         record.get_by_role("textbox", name="Told to (name and role)").press("Tab")

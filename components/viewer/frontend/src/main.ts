@@ -431,6 +431,7 @@ async function render(args: RenderArgs): Promise<void> {
   row.style.height = `${height - bar.offsetHeight - 44}px`; // toolbar, slice bar and one line of measurements
   showMeasurements();
   setFrameHeight(height);
+  syncing = true; // each pane opens on its own window: the second must not reset the first's
   for (const [i, p] of panes.entries()) {
     p.imageIds = makeImages(p, bytesOf(args[`pixels_${i}`]));
     engine!.enableElement({ viewportId: p.viewportId, element: p.element, type: CoreEnums.ViewportType.STACK });
@@ -455,6 +456,7 @@ async function render(args: RenderArgs): Promise<void> {
     markers(p);
     vp.render();
   }
+  window.setTimeout(() => (syncing = false), 0); // after the VOI events of the first renders
   document.body.dataset.ready = key;
 }
 
