@@ -52,6 +52,10 @@ browser-deps:
 	@if [ -x /usr/bin/chromium ]; then :; \
 	 elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver fonts-noto-color-emoji >/dev/null; \
 	 else echo "chromium missing: browser tests will be skipped (sudo apt-get install chromium)"; fi
+	@# axe-core (the accessibility check of tests/test_browser_workstation.py) from the npm registry, pinned by the lock file
+	@if [ -f components/viewer/frontend/node_modules/axe-core/axe.min.js ]; then :; \
+	 elif command -v npm >/dev/null; then cd components/viewer/frontend && npm ci --no-audit --no-fund --loglevel=error; \
+	 else echo "npm missing: the axe-core check of the workstation browser test will fail (install node 20 and npm)"; fi
 
 # OCR of burned-in text in DICOM pixels (core/imaging/burnedin.py): Debian's tesseract-ocr, as root like browser-deps
 ocr-deps:

@@ -184,7 +184,7 @@ def test_read_report_critical_result_sign_and_amend(server: tuple[str, Path, str
         expect(findings).to_have_value(re.compile(r"Size: large \(rim 2 cm or more at the hilum\)\."))
         expect(findings).to_have_value(re.compile(r"Tension: signs of tension \(AI reading, not verified\)\."))
         page.get_by_role("button", name="Save draft").click()
-        expect(page.get_by_text("Saved draft #")).to_be_visible()
+        expect(page.get_by_text("Saved draft #")).to_have_count(2)  # the notice and the badge
         # sign: the AI sentence confirmed, the critical result recorded with its read-back
         assert confirm_ai_statements(page) == 2  # the tension value and the impression that names it
         record = page.locator(".st-key-critical-record")
