@@ -186,12 +186,19 @@ def test_generate_save_and_sign_a_draft(fresh_env: Runtime) -> None:
     assert "Saved draft #" in texts(at)
     assert at.button(key=f"draft:{scan}:sign").disabled, "signing needs the confirmation"
     at.checkbox(key=f"draft:{scan}:confirm").check().run()
+    assert at.button(key=f"draft:{scan}:sign").disabled, "each AI-derived sentence is confirmed (or edited) first"
+    confirms = [c.key for c in at.checkbox if str(c.key).startswith(f"draft:{scan}:ai:")]
+    assert confirms, "the template's AI reading is listed for confirmation"
+    for key in confirms:
+        at.checkbox(key=key).check().run()
     at.button(key=f"draft:{scan}:sign").click().run()
     assert not at.exception
     assert "It is now read-only" in texts(at)
     with fresh_env.db.read_only() as s:
         report = s.scalars(select(Report).where(Report.scan_id == scan)).one()
         assert report.impression.endswith("Reviewed by me.") and report.signed_at is not None
+        assert "AI reading, not verified" not in report.findings + report.impression
+        assert "ATTESTATION: I, Dr. Sarah Chen" in report.recommendations
     assert not at.text_area, "the signed report is shown read-only"
 
 

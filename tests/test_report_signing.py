@@ -115,6 +115,20 @@ def test_critical_report_needs_a_communication_record_and_every_ai_sentence_conf
     assert amended != report_id
 
 
+def test_critical_wording_counts_only_when_affirmed_for_the_current_scan() -> None:
+    from core.reports.signing import names_critical, needs_communication
+
+    assert names_critical("Large left pneumothorax.", CRITICAL)
+    assert not names_critical("No pneumothorax. Lungs clear.", CRITICAL)
+    assert not names_critical("Emphysema. Negative for pneumothorax.", CRITICAL)
+    assert names_critical("No effusion. Small apical pneumothorax.", CRITICAL)
+    prior = "COMPARISON: Prior signed report (prior): tension pneumothorax, drained.\n\nEmphysema."
+    assert not names_critical(prior, CRITICAL), "a prior report's finding is not this scan's"
+    assert needs_communication("COPD", ["Emphysema."], CRITICAL, flagged=True)
+    assert needs_communication("Tension pneumothorax", ["Emphysema."], CRITICAL)
+    assert not needs_communication("COPD with emphysema", [prior, "COPD."], CRITICAL)
+
+
 def test_a_plain_report_signs_with_an_attestation_and_no_critical_record(rt: Runtime) -> None:
     doctor = user_of(rt, "dr.chen")
     scan = scan_of(rt, "rahul.mehta")

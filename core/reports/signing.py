@@ -99,13 +99,34 @@ class CriticalCommunication:
         return self
 
 
+_NEGATION = re.compile(r"\b(no|not|without|negative for|free of|resolved|excluded)\b[^.;]*$", re.I)
+
+
+def names_critical(text: str, critical_findings: Sequence[str]) -> bool:
+    """True when ``text`` affirms a critical finding: the COMPARISON paragraph (prior reports) and negated
+    mentions ("no pneumothorax", "without free air") do not count."""
+    from core.reports.drafts import split_findings
+
+    current = split_findings(text)[1].lower()
+    for term in (t.strip().lower() for t in critical_findings):
+        for m in re.finditer(re.escape(term), current) if term else ():
+            sentence_start = max(current.rfind(".", 0, m.start()), current.rfind("\n", 0, m.start())) + 1
+            if not _NEGATION.search(current[sentence_start : m.start()]):
+                return True
+    return False
+
+
 def needs_communication(
     diagnosis: str, texts: Sequence[str], critical_findings: Sequence[str], *, flagged: bool = False
 ) -> bool:
-    """True when the AI reading, the report's own text or the doctor's flag makes this a critical result."""
+    """True when the AI reading, the report's own text (affirmed, current scan) or the doctor's flag makes it critical."""
     from core.worklist import is_critical
 
-    return flagged or is_critical(diagnosis, critical_findings) or any(is_critical(t, critical_findings) for t in texts)
+    return (
+        flagged
+        or is_critical(diagnosis, critical_findings)
+        or any(names_critical(t, critical_findings) for t in texts)
+    )
 
 
 def communication_line(c: CriticalCommunication) -> str:
