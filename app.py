@@ -16,6 +16,12 @@ from pages._shared import login_form, logout, resolve_user, sync_session_cookie
 from pages._text import inert
 
 st.set_page_config(page_title="Casebook", page_icon="🩺", layout="wide")
+# captions and shortcut hints dark enough for WCAG AA contrast (4.5:1; Streamlit's faded captions give 2.95:1)
+st.html(
+    "<style>[data-testid='stCaptionContainer'] { opacity: 1 !important; }"
+    " [data-testid='stCaptionContainer'], [data-testid='stCaptionContainer'] p { color: #4b5060 !important; }"
+    " kbd { opacity: 1 !important; color: #3d4250 !important; }</style>"
+)
 
 HOME = "pages/scan_review.py"  # a patient's home (My scans)
 DOCTOR_HOME = "pages/worklist.py"  # where a doctor lands after log-in

@@ -381,9 +381,10 @@ function showMeasurements(): void {
   }
   const text = rows.length ? rows.join(" · ") : "No measurements yet: pick Length, HU probe or ROI and drag on the image.";
   if (text === list.textContent) return; // unchanged: no DOM write and no rerun of the page
+  const had = Number(list.dataset.count ?? "0") > 0;
   list.textContent = text;
   list.dataset.count = String(rows.length);
-  setValue({ measurements: rows });
+  if (rows.length || had) setValue({ measurements: rows }); // opening the viewer reruns nothing
 }
 
 // the stored value under a probe, read from the frame the browser holds (Cornerstone's CPU stack
