@@ -92,11 +92,11 @@ if submitted:
     bar = st.progress(0.0, text="Starting…")
     with tempfile.TemporaryDirectory(prefix="casebook-import-") as tmp:
         folder = Path(tmp)
-        names: dict[str, str] = {}  # numbered names on disk (an uploaded name never becomes a path) -> the doctor's
+        uploads: dict[str, str] = {}  # numbered names on disk (an uploaded name never becomes a path) -> the doctor's
         for i, f in enumerate(files):
             stored = f"upload{i + 1:03d}{Path(f.name).suffix.lower() or '.dcm'}"
             (folder / stored).write_bytes(f.getvalue())
-            names[stored] = Path(f.name).name
+            uploads[stored] = Path(f.name).name
         try:
             with feature_limit("import"):
                 summary = import_images(
@@ -107,20 +107,20 @@ if submitted:
                     anatomy=None if anatomy == FROM_HEADERS else anatomy,
                     confirm_burned_in=confirmed,
                     actor_id=user.id,
-                    progress=lambda fraction, message: _show(bar, fraction, message, names),
+                    progress=lambda fraction, message: _show(bar, fraction, message, uploads),
                 )
         except CasebookError as exc:
             bar.empty()
             cancel.empty()
-            message, hint = _for_doctor(str(exc), names), _for_doctor(getattr(exc, "hint", "") or "", names)
+            message, hint = _for_doctor(str(exc), uploads), _for_doctor(getattr(exc, "hint", "") or "", uploads)
             st.error(f"Nothing was imported: {inert(message)}" + (f"\n\n{inert(hint)}" if hint else ""), icon="⚠️")
-            failed = next((chosen for stored, chosen in names.items() if stored in str(exc)), None)
-            _outcomes(names, "not imported (an import is all or nothing)", failed, message)
+            failed = next((chosen for stored, chosen in uploads.items() if stored in str(exc)), None)
+            _outcomes(uploads, "not imported (an import is all or nothing)", failed, message)
             st.stop()
     cancel.empty()
     st.cache_data.clear()  # the scan lists and series caches must see the new scans
     st.success(f"Imported {summary.files:d} file(s) as {len(summary.scans):d} scan(s).", icon="✅")
-    _outcomes(names, "imported")
+    _outcomes(uploads, "imported")
     st.caption(inert(summary.embedding_note))
     for scan in summary.scans:
         st.page_link(
