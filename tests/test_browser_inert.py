@@ -106,6 +106,7 @@ def _as_shown(field: str) -> str:
 
 # (page, heading, which scan, the planted field whose text shows the page has rendered its content)
 DOCTOR_PAGES = [
+    ("worklist", "Worklist", None, "name"),
     ("scan_review", "Scan Review", "newest", "question"),
     ("scan_review", "Scan Review", "oldest", "amend"),
     ("report_draft", "Report Draft", "newest", "draft"),
@@ -128,11 +129,10 @@ def test_no_page_fetches_from_an_outside_host(planted: tuple[str, str, str]) -> 
     with chromium_page(2400, failure=ARTIFACTS / "inert-failure.png") as page:  # the shared ceiling
         outside = _watch(page, base)
         log_in(page, base, "dr.chen")
-        expect(page.get_by_role("heading", name="Scan Review")).to_be_visible()
+        expect(page.get_by_role("heading", name="Worklist")).to_be_visible()  # a doctor's home page
         page.wait_for_function("document.cookie.includes('casebook_session=')")
         for path, heading, which, field in DOCTOR_PAGES:
-            route = "" if path == "scan_review" else path  # Scan Review is the home page: its URL is "/"
-            page.goto(f"{base}/{route}" + (f"?scan={scans[which]}" if which else ""))
+            page.goto(f"{base}/{path}" + (f"?scan={scans[which]}" if which else ""))
             expect(page.get_by_role("heading", name=heading).first).to_be_visible()
             expect(page.get_by_text(_as_shown(field), exact=False).first).to_be_visible()  # shown, as typed
             wait_idle(page)
