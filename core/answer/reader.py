@@ -70,6 +70,10 @@ _REQUEST = re.compile(
     r"(?:treatment|therapy|management|drug|antibiotic|option)\b|\bnext steps?\b|\bmanagement plan\b|"
     r"\bis (?:it|\w+) (?:ok|safe|indicated|appropriate) (?:to|for)\b"
 )
+# "X or Y for her?", "pleurodesis now?": an option put for this patient, with nothing else asked.
+_FOR_THIS_PATIENT = re.compile(
+    r"\b(?:for|in|on) (?:him|her|them|this (?:patient|pt|man|woman|lady|guy|one)|(?:mr|mrs|ms|miss) \w+)\??$|\bnow\??$"
+)
 # A dose or a named drug asked about for this patient is always treatment ("degarelix dose?").
 _DOSE_OR_DRUG_REQUEST = re.compile(
     r"\b(doses?|dosing|dosage|mg|regimen|prescri\w*)\b|\b(?:what|which) (?:drug|antibiotic|medication)\b|"
@@ -203,6 +207,7 @@ def _treatment_only_for_this_patient(text: str, intent: Intent) -> Intent:
         _DOSE_OR_DRUG_REQUEST.search(text)
         or _REQUEST.search(text)
         or (cue_intent(text) == "treatment" and not _PAST_CASES.search(text) and not about_future(text))
+        or (_FOR_THIS_PATIENT.search(text) and cue_intent(text) == "summary" and not about_future(text))
     ):
         return "treatment"  # treatment words about no past case: a question about what to do for this patient
     return intent
