@@ -94,7 +94,10 @@ def _bullet(i: int, b: Bullet, with_evidence: bool) -> None:
             st.table(block)
         else:
             st.markdown((f"**{i:d}.** " if n == 0 else "") + inert(block.replace("\n", " ")))
-    st.caption(inert(_origin(b)))  # every bullet says whose document it came from (issue 26)
+    ref = f" · {b.evidence.ref.line()}" if b.evidence.ref is not None else ""  # title, issuer, year, section, page
+    st.caption(inert(_origin(b) + ref))  # every bullet says whose document it came from (issue 26) and where in it
+    if b.other_population:
+        st.caption(f"Evidence for {inert(b.population or 'another group')}, not the group asked about.")
     if with_evidence:
         st.markdown("> " + highlight(b.evidence.text, b.text))
         st.caption(f"Source: {inert(source_line(b.evidence.source, b.evidence.demo))} · word overlap {b.overlap:.0%}")
@@ -145,6 +148,8 @@ def show_result(result: QAResult) -> None:
         with st.container(border=True):
             if result.statement:
                 st.markdown(f"**{inert(result.statement)}**")
+            for d in result.disagreements:  # shown side by side as one difference, never merged
+                st.warning(inert(d.line()), icon="⚖️")
             for i, b in enumerate(result.bullets, 1):
                 _bullet(i, b, st.session_state.get("guideline-evidence", False))
             sources = list(dict.fromkeys(source_line(e.source, e.demo) for e in result.evidence))

@@ -75,11 +75,15 @@ def test_drug_answer_keeps_only_the_target_label_and_traces_every_step(settings:
     assert calls == [("What is the dose of bedaquiline? (dosage and administration)", "druglabels")]
 
 
-def test_out_of_domain_abstains_before_any_search(settings: Settings) -> None:
+def test_out_of_domain_abstains_when_no_loaded_document_answers(settings: Settings) -> None:
+    """Scope by coverage (issue 24): the guidelines are searched once; nothing in them answers, so out of domain."""
     qa = qa_with(settings, llm=None)
     result = qa.answer("Management of type 2 diabetes")
     assert isinstance(result, QAAbstention) and result.answer == "ABSTAIN" and result.stage == "router"
-    assert "out of domain" in result.reason and qa.retriever.calls == []  # type: ignore[attr-defined]
+    assert "out of domain" in result.reason
+    assert qa.retriever.calls == [("Management of type 2 diabetes", "guidelines")]  # type: ignore[attr-defined]
+    coverage = result.trace.step("coverage")  # close in cosine, but no chunk mentions diabetes: not covered
+    assert coverage is not None and coverage.detail["covered"] is False and coverage.detail["focus_mentioned"] < 1
 
 
 def test_low_retrieval_confidence_abstains_with_the_threshold_in_the_reason(settings: Settings) -> None:

@@ -151,6 +151,18 @@ class GuidelineQASettings(Group):
 
     # Generation.
     max_bullets: int = Field(4, ge=1, description="Most bullets in an answer.")
+    bullets_per_source: int = Field(
+        2, ge=1, description="Extractive, when the evidence comes from several documents: most bullets drafted from "
+        "each document (each document's answer is drafted on its own, never merged with another's).",
+    )
+    max_sources: int = Field(
+        4, ge=1, description="Most documents an answer draws on: beyond the best evidence_chunks, the best chunk of each "
+        "other document whose confidence passes its KB's threshold is kept, up to this many documents.",
+    )
+    coverage_floor: float = Field(
+        0.9, ge=0, le=1, description="Scope by coverage: a question the router calls out of domain is still answered "
+        "when a loaded document's calibrated retrieval confidence reaches this floor (and every gate passes).",
+    )
     min_sentence_tokens: int = Field(4, ge=1, description="Evidence sentences with fewer key tokens are not used.")
     max_sentence_chars: int = Field(600, ge=40, description="Longer evidence sentences are not used as bullets.")
     extractive_chunk_weight: float = Field(

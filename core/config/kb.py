@@ -181,6 +181,11 @@ class KBSettings(Group):
         description="Memory (MB of address space above the worker's own) one document may take to parse; 0 means "
         "no limit.",
     )
+    pdf_tables: Literal["pdfplumber", "off"] = Field(
+        "pdfplumber",
+        description="How PDF tables are read: 'pdfplumber' finds ruled tables and indexes each row with its column "
+        "headers ('Weight band: 40-54 kg | Dose: 1200 mg'); 'off' leaves them as pypdf's text lines.",
+    )
     pdf_repeat_share: float = Field(
         0.4,
         gt=0,

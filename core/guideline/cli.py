@@ -38,17 +38,54 @@ def _render(result: Any) -> str:
     if result.statement:
         source = f" ({result.evidence[0].source})" if result.evidence else ""
         lines.append(f"{result.statement}{source}")
+    lines += [f"!! {d.line()}" for d in result.disagreements]
     for b in result.bullets:
         quote = "" if b.evidence.text.strip() == b.text.strip() else f": {b.evidence.text}"  # a quoted bullet once
         demo = " [demo]" if b.evidence.demo else ""
-        lines += [f"- {b.text}", f"    evidence ({b.evidence.score:.2f}, {b.evidence.source}{demo}){quote}"]
+        where = b.evidence.ref.line() if b.evidence.ref else b.evidence.source
+        other = f" (evidence for {b.population}, not the asked group)" if b.other_population else ""
+        lines += [f"- {b.text}{other}", f"    evidence ({b.evidence.score:.2f}, {where}{demo}){quote}"]
     if result.patient_summary:
         lines += ["", f"For patients: {result.patient_summary}"]
     return "\n".join(lines)
 
 
+def doctor_spaces_of(rt: Any, name: str) -> tuple[tuple[str, ...], str]:
+    """The document spaces the Guideline QA page searches for doctor ``name`` (username), own then shared, and the
+    doctor's owner key.
+
+    Raises :class:`~core.errors.InvalidInputError` for an unknown username or one that is not a doctor's.
+    """
+    from sqlalchemy import select
+
+    from core.errors import InvalidInputError
+    from core.kb.spaces import doctor_spaces, owner_key
+    from core.store.models import User
+
+    with rt.db.read_only() as s:
+        user = s.scalars(select(User).where(User.username == name.strip().lower())).first()
+        found = (user.id, str(user.role)) if user is not None else None
+    if found is None or "doctor" not in found[1].lower():
+        raise InvalidInputError(f"no doctor with username {name!r}", hint="Use a doctor's username, e.g. dr.chen.")
+    return tuple(doctor_spaces(rt.settings, owner_key(found[0]))), owner_key(found[0])
+
+
 def _qa(args: argparse.Namespace) -> int:
-    result = _qa_engine(args).answer(args.question)
+    from core.guideline.preferences import SourceChoice, choices_for
+
+    qa = _qa_engine(args)
+    spaces: tuple[str, ...] = ()
+    choice = None
+    if args.doctor:
+        from core.runtime import Runtime
+
+        spaces, owner = doctor_spaces_of(Runtime(qa.settings), args.doctor)
+        store = choices_for(qa.settings)
+        if args.sources is not None:  # saved for the doctor, as the page saves it
+            ids = tuple(x.strip() for x in args.sources.split(",") if x.strip())
+            store.put(owner, SourceChoice(doc_ids=ids, only=args.only_sources))
+        choice = store.get(owner)
+    result = qa.answer(args.question, spaces=spaces, only_spaces=args.only_mine and bool(spaces), choice=choice)
     emit(result.model_dump(mode="json") if args.json else _render(result), args.json)
     return 0
 
@@ -98,6 +135,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("question")
     p.add_argument("--extractive", action="store_true", help="Compose from the evidence without the LLM.")
     p.add_argument("--json", action="store_true", help="Print the full result with its trace as JSON.")
+    p.add_argument("--doctor", default="", help="Search this doctor's documents (username) beside the curated KBs, "
+                   "as the Guideline QA page does for the signed-in doctor.")  # fmt: skip
+    p.add_argument("--only-mine", action="store_true", help="With --doctor: search only the doctor's documents.")
+    p.add_argument("--sources", default=None, help="With --doctor: save the doctor's choice of sources (doc ids, "
+                   "comma-separated, preferred first; empty: all) before answering.")  # fmt: skip
+    p.add_argument("--only-sources", action="store_true", help="With --sources: use only the chosen documents.")
     p.set_defaults(func=_qa)
     p = sub.add_parser("eval-guidelines", help="Run the Guideline QA evaluation set and check the targets.")
     p.add_argument("--limit", type=int, default=0, help="Only the first N items (0: all).")

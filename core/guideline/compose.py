@@ -51,6 +51,7 @@ class Draft:
 
     text: str
     cites: tuple[int, ...] = ()
+    doc_id: str = ""  # the document it was drafted from, when drafted from one document's evidence
 
 
 @dataclass(frozen=True)

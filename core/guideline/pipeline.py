@@ -29,9 +29,11 @@ from core.guideline.compose import (
 from core.guideline.conflicts import split_conflicts
 from core.guideline.constraints import Candidate
 from core.guideline.gates import align, check_bullet, entity_guard, evidence_sentences, source_label
-from core.guideline.retrieval import constrained_retrieval
+from core.guideline.preferences import SourceChoice
+from core.guideline.retrieval import RetrievalOutcome, constrained_retrieval
 from core.guideline.router import drug_synonyms, route_question
-from core.guideline.slots import LABEL_SLOT_SECTIONS, Slot, question_slot
+from core.guideline.slots import LABEL_SLOT_SECTIONS, Slot, focus_coverage, question_slot
+from core.guideline.sources import disagreements, passage_population, per_source, question_population, source_ref
 from core.guideline.statements import Statement, structural_statement, yes_no_statement
 from core.guideline.types import (
     Bullet,
@@ -110,8 +112,9 @@ class GuidelineQA:
         return self.llm.backend if self.llm is not None else "extractive"
 
     def answer(
-        self, question: str, route: Route | None = None, spaces: tuple[str, ...] = (), only_spaces: bool = False
-    ) -> QAResult:
+        self, question: str, route: Route | None = None, spaces: tuple[str, ...] = (), only_spaces: bool = False,
+        choice: SourceChoice | None = None,
+    ) -> QAResult:  # fmt: skip
         """An answer whose every bullet passed the gates, or an abstention with its reason.
 
         ``route`` (``guideline``, ``drug`` or ``mixed``) overrides which knowledge bases
@@ -119,7 +122,8 @@ class GuidelineQA:
         ``spaces`` are the asking doctor's document spaces (``core.kb.spaces.doctor_spaces``),
         searched beside the curated KBs, or alone with ``only_spaces`` ("search my documents"): then a
         question outside tuberculosis and pneumonia is answered from those documents too (a refused
-        request stays refused, and every bullet still passes the same gates).
+        request stays refused, and every bullet still passes the same gates). ``choice`` is the doctor's
+        choice of sources (:mod:`core.guideline.preferences`): only those documents, or those first.
         """
         trace = Trace()
         lexicon = self.lexicon_for(spaces)
@@ -136,19 +140,41 @@ class GuidelineQA:
         if decision.route == "out_of_domain" and mine:  # the doctor chose their own documents: no TB/CAP scope
             decision = decision.model_copy(update={"route": "guideline", "reason": "search my documents only"})
             trace.add("route", decision=decision.model_dump(), note="scope: my documents")
-        if decision.route == "out_of_domain":
-            return QAAbstention(question=question, route=decision.route, reason=decision.reason, stage="router",
-                              trace=trace)  # fmt: skip
+        covered = None
+        if decision.route == "out_of_domain":  # scope by coverage: a loaded document may cover it, whatever its words
+            covered = self._coverage(question, decision, trace, spaces, mine, question_slot(question, self.cfg, set()))
+            outside = QAAbstention(question=question, route=decision.route, reason=decision.reason, stage="router",
+                                   trace=trace)  # fmt: skip
+            if covered is None:
+                return outside
+            decision = decision.model_copy(update={"route": "guideline", "reason": "covered by a loaded document"})
+            found = self._answer_found(question, decision, trace, lexicon, covered, spaces, mine, choice)
+            if isinstance(found, QAAbstention):  # close to a document, but nothing in it answers: still out of domain
+                return outside.model_copy(update={"reason": f"{outside.reason}; no loaded document answers it"})
+            return found
+        return self._answer_found(question, decision, trace, lexicon, None, spaces, mine, choice)
+
+    def _answer_found(
+        self, question: str, decision: RouteDecision, trace: Trace, lexicon: DrugLexicon,
+        covered: RetrievalOutcome | None, spaces: tuple[str, ...], mine: bool, choice: SourceChoice | None,
+    ) -> QAResult:  # fmt: skip
+        """The answer on the routed (or covering) knowledge bases, or an abstention."""
         synonyms = drug_synonyms(lexicon, decision.drugs, self.cfg.drug_aliases)
         slot = question_slot(question, self.cfg, synonyms)
         trace.add("slot", slot=slot.name, yes_no=slot.yes_no, focus=sorted(slot.focus))
         structural = self._structural(decision, slot, trace, lexicon, self.catalog_for(spaces, curated=not mine))
         if structural is not None:
             return self._statement_answer(question, decision, slot, structural, trace)
-        found = constrained_retrieval(
+        found = covered or constrained_retrieval(
             question, decision, synonyms, self.retriever, self.cfg, self.settings.kb.rrf_k, trace, slot.focus,
             spaces, mine, slot,
         )  # fmt: skip
+        if choice is not None and found.evidence:
+            chosen = sorted((c for c in found.evidence if choice.allows(c.hit.doc_id)),
+                            key=lambda c: choice.rank(c.hit.doc_id))  # fmt: skip
+            trace.add("sources", _chunk_ids(found.evidence), _chunk_ids(chosen), chosen=list(choice.doc_ids),
+                      only=choice.only)  # fmt: skip
+            found = RetrievalOutcome(chosen, "retrieval", "none of the chosen sources covers the question")
         if not found.evidence:
             return QAAbstention(question=question, route=decision.route, reason=found.reason, stage=found.stage,
                               trace=trace)  # fmt: skip
@@ -156,7 +182,8 @@ class GuidelineQA:
         if not drafts:
             return QAAbstention(question=question, route=decision.route, stage="generation", trace=trace,
                               reason=_no_answer_reason(slot))  # fmt: skip
-        bullets = self._verify(drafts, found.evidence, trace)
+        group = question_population(question, self.cfg)
+        bullets = self._verify(drafts, found.evidence, trace, group)
         bullets, conflicts = split_conflicts(bullets, self.retriever, lexicon)  # an upload never overrides a label
         if conflicts:
             trace.add("conflicts", after=[c.chunk_id for c in conflicts], doses=[c.stated for c in conflicts])
@@ -168,6 +195,7 @@ class GuidelineQA:
                           f"does not ({', '.join(c.label) or 'no dose'}): shown as a conflict, not as an answer")  # fmt: skip
             return QAAbstention(question=question, route=decision.route, stage="verification", trace=trace,
                               reason=reason)  # fmt: skip
+        own = [b for b in bullets if not b.other_population]  # the patient summary speaks of the asked group only
         best = next((c.hit for c in found.evidence if c.hit.chunk_id == bullets[0].evidence.chunk_id), None)
         said = yes_no_statement(question, slot, bullets[0].text, best.section_code if best else None, self.cfg)
         return QAAnswer(
@@ -178,12 +206,30 @@ class GuidelineQA:
             slot=slot.name,
             bullets=bullets,
             evidence=[self._evidence_chunk(c) for c in found.evidence],
-            patient_summary=self._patient(bullets, trace, lexicon.names()),
+            patient_summary=self._patient(own or bullets, trace, lexicon.names()),
             conflicts=conflicts,
+            disagreements=disagreements(bullets, slot.name),
+            population=group,
             backend=self.backend,
             confidence=max(c.confidence for c in found.evidence),
             trace=trace,
         )
+
+    def _coverage(
+        self, question: str, decision: RouteDecision, trace: Trace, spaces: tuple[str, ...], mine: bool, slot: Slot
+    ) -> RetrievalOutcome | None:
+        """Evidence from the guidelines and ``spaces`` whose confidence reaches ``coverage_floor``, else ``None``."""
+        probe = decision.model_copy(update={"route": "guideline"})
+        found = constrained_retrieval(question, probe, set(), self.retriever, self.cfg, self.settings.kb.rrf_k, trace,
+                                      slot.focus, spaces, mine, slot)  # fmt: skip
+        best = max((c.confidence for c in found.evidence), default=0.0)
+        # covering means mentioning what is asked: every focus word somewhere in the evidence (or its headings)
+        text = "\n".join(f"{c.hit.title}\n{' '.join(c.hit.section_path)}\n{c.hit.text}" for c in found.evidence)
+        mentioned = focus_coverage(text, slot.focus, self.cfg) if slot.focus else 1.0
+        covered = bool(found.evidence) and best >= self.cfg.coverage_floor and mentioned >= 1.0
+        trace.add("coverage", after=[c.hit.chunk_id for c in found.evidence], best=round(best, 4),
+                  floor=self.cfg.coverage_floor, focus_mentioned=round(mentioned, 3), covered=covered)  # fmt: skip
+        return found if covered else None
 
     def lexicon_for(self, spaces: tuple[str, ...]) -> DrugLexicon:
         """The curated labels' drug names plus those of the labels in ``spaces`` (a doctor's uploaded labels)."""
@@ -272,14 +318,26 @@ class GuidelineQA:
                               unresolved_citations=unknown)  # fmt: skip
                     return drafts
                 failure = {"fallback_from": self.backend, "error": f"no bullet in the reply: {reply.text[:200]!r}"}
-        drafts = extractive_bullets(question, evidence, self.cfg, slot, names)
+        groups = per_source(evidence)
+        if len(groups) > 1:  # one answer per source: each document's bullets drafted from its own evidence
+            # the best document answers as it would alone; every other one adds at most bullets_per_source
+            each = self.cfg.model_copy(update={"max_bullets": self.cfg.bullets_per_source})
+            drafts = [Draft(d.text, d.cites, g[0].hit.doc_id) for i, g in enumerate(groups)
+                      for d in extractive_bullets(question, g, self.cfg if i == 0 else each, slot, names)]  # fmt: skip
+        else:
+            drafts = extractive_bullets(question, evidence, self.cfg, slot, names)
         trace.add("generate", after=[d.text for d in drafts], backend="extractive",
                   fallback_from=failure.get("fallback_from"), error=failure.get("error"),
                   error_kind=failure.get("error_kind"))  # fmt: skip
         return drafts
 
-    def _verify(self, drafts: list[Draft], evidence: list[Candidate], trace: Trace) -> list[Bullet]:
-        """Run the entailment gate on every draft and align the survivors to their best snippet."""
+    def _verify(self, drafts: list[Draft], evidence: list[Candidate], trace: Trace, group: str = "adults") -> list[Bullet]:
+        """Run the entailment gate on every draft and align the survivors to their best snippet.
+
+        A draft from one document is aligned within that document (the same sentence may stand in two guidelines).
+        Each bullet names its source and its patient group; bullets for another group than ``group`` come last,
+        marked as such.
+        """
         hits = [c.hit for c in evidence]
         sentences = evidence_sentences(hits, self.cfg.stopwords)
         evidence_text = "\n".join(h.text for h in hits)
@@ -290,11 +348,16 @@ class GuidelineQA:
             if not verdict.ok:
                 rejected.append({"text": draft.text, "reason": verdict.reason, "overlap": round(verdict.overlap, 3)})
                 continue
-            best, score = align(draft.text, sentences, self.cfg.stopwords)
-            doc = next((c.hit.doc_id for c in evidence if c.hit.chunk_id == best.chunk_id), "")
+            own = {c.hit.chunk_id for c in evidence if c.hit.doc_id == draft.doc_id}
+            best, score = align(draft.text, [s for s in sentences if s.chunk_id in own] or sentences, self.cfg.stopwords)
+            hit = next(c.hit for c in evidence if c.hit.chunk_id == best.chunk_id)
             snippet = Snippet(text=best.text, score=round(score, 4), source=best.source, kb=best.kb,
-                              chunk_id=best.chunk_id, demo=doc in self.catalog.demo_docs)  # fmt: skip
-            kept.append(Bullet(text=draft.text, evidence=snippet, overlap=round(verdict.overlap, 4)))
+                              chunk_id=best.chunk_id, demo=hit.doc_id in self.catalog.demo_docs,
+                              ref=source_ref(hit))  # fmt: skip
+            pop = passage_population(hit, draft.text, self.cfg)
+            kept.append(Bullet(text=draft.text, evidence=snippet, overlap=round(verdict.overlap, 4), population=pop,
+                               other_population=pop is not None and pop != group))  # fmt: skip
+        kept.sort(key=lambda b: b.other_population)  # stable: the asked group's bullets first, in their order
         trace.add("entailment_gate", [d.text for d in drafts], [b.text for b in kept], rejected=rejected,
                   tau=self.cfg.tau)  # fmt: skip
         return kept
@@ -324,6 +387,10 @@ class GuidelineQA:
         trace.add("entity_guard", before=[draft], after=kept, source=source,
                   dropped=[{"sentence": s, "new_entities": e} for s, e in dropped])  # fmt: skip
         return " ".join(kept) or None
+
+
+def _chunk_ids(cands: list[Candidate]) -> list[str]:
+    return [c.hit.chunk_id for c in cands]
 
 
 def _no_answer_reason(slot: Slot) -> str:

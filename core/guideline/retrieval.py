@@ -26,6 +26,7 @@ from core.guideline.constraints import (
 )
 from core.guideline.router import expand_query
 from core.guideline.slots import Slot, focus_coverage, states_answer
+from core.guideline.sources import by_document
 from core.guideline.text import key_tokens
 from core.guideline.types import RouteDecision, Trace
 from core.kb.protocols import Retriever
@@ -152,8 +153,12 @@ def constrained_retrieval(
     if focus and not any(focus_coverage(f"{c.hit.section_title}\n{c.hit.text}", focus, cfg) for c in on_section):
         on_section = []  # the named section never mentions what is asked ("tyramine-rich foods" is no dosing)
     if decision.route == "drug" and on_section:  # the label section the question names answers it, no other
-        trace.add("section_only", _ids(merged), _ids(on_section), markers=markers)
-        merged = on_section
-    evidence = merged[: cfg.evidence_chunks]
+        # label: a guideline in the doctor's spaces keeps its own chunks (its answer is shown apart)
+        kept = on_section + [c for c in merged if not c.is_label and c not in on_section]
+        trace.add("section_only", _ids(merged), _ids(kept), markers=markers)
+        merged = kept
+    # every document that covers the question keeps its best chunk: its answer is shown on its own
+    evidence = by_document(merged, cfg.evidence_chunks, lambda c: c.confidence >= cfg.threshold(c.hit.kb),
+                           cfg.max_sources)  # fmt: skip
     trace.add("evidence", _ids(merged), _ids(evidence), kept=len(evidence))
     return RetrievalOutcome(evidence)

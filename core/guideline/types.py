@@ -12,8 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from core.contracts import Abstention
 
-__all__ = ["ABSTAIN", "Bullet", "EvidenceChunk", "QAAbstention", "QAAnswer", "QAResult", "Route", "RouteDecision",
-           "Snippet", "Trace", "TraceStep"]  # fmt: skip
+__all__ = ["ABSTAIN", "Bullet", "Disagreement", "EvidenceChunk", "QAAbstention", "QAAnswer", "QAResult", "Route",
+           "RouteDecision", "Snippet", "SourceRef", "Trace", "TraceStep"]  # fmt: skip
 
 Route = Literal["guideline", "drug", "mixed", "out_of_domain"]
 ABSTAIN: Literal["ABSTAIN"] = "ABSTAIN"
@@ -43,6 +43,41 @@ class RouteDecision(_Model):
         return kbs_for_route(self.route)
 
 
+class SourceRef(_Model):
+    """Which document a piece of evidence comes from: title, issuer, year, section, page and whose space holds it."""
+
+    doc_id: str
+    title: str
+    issuer: str | None = None
+    year: int | None = None
+    section: str = ""
+    page: int | None = None
+    kb: str = ""
+    owner: str = Field("", description="Whose document: 'curated', 'shared' or the doctor's space slug (user.<slug>).")
+
+    def line(self) -> str:
+        """One line naming the source: ``Title (Issuer, 2025), 5.2 When to start ART, p. 18 [owner]``."""
+        who = ", ".join(str(x) for x in (self.issuer, self.year) if x)
+        parts = [f"{self.title} ({who})" if who else self.title]
+        if self.section:
+            parts.append(self.section)
+        if self.page:
+            parts.append(f"p. {self.page}")
+        return ", ".join(parts) + (f" [{self.owner}]" if self.owner else "")
+
+
+class Disagreement(_Model):
+    """Two or more sources that answer the same question with different values (shown side by side, never merged)."""
+
+    topic: str = Field(description="What differs: the question's slot (dose, duration, timing...) or 'answer'.")
+    values: dict[str, list[str]] = Field(description="Document title -> the values it states (numbers with units).")
+
+    def line(self) -> str:
+        """``Sources differ on timing: A says 2 weeks; B says 8 weeks.``"""
+        said = "; ".join(f"{doc} says {', '.join(v)}" for doc, v in self.values.items())
+        return f"Sources differ on {self.topic}: {said}."
+
+
 class Snippet(_Model):
     """The evidence sentence that best supports a bullet, and where it comes from."""
 
@@ -52,6 +87,7 @@ class Snippet(_Model):
     kb: str
     chunk_id: str
     demo: bool = Field(False, description="Whether the source is demo content (built from the assets folder).")
+    ref: SourceRef | None = Field(None, description="The document, section and page the snippet comes from.")
 
 
 class EvidenceChunk(_Model):
@@ -75,6 +111,10 @@ class Bullet(_Model):
     text: str
     evidence: Snippet
     overlap: float = Field(description="|K_evidence ∩ K_bullet| / |K_bullet| against all evidence chunks.")
+    population: str | None = Field(None, description="The patient group the evidence is written for, when it names one.")
+    other_population: bool = Field(
+        False, description="The evidence is for another patient group than the question's: shown only as such."
+    )
 
 
 class DoseConflict(_Model):
@@ -137,6 +177,10 @@ class QAAnswer(BaseModel):
     conflicts: list[DoseConflict] = Field(
         default_factory=list, description="Doses from uploaded documents that contradict the curated label."
     )
+    disagreements: list[Disagreement] = Field(
+        default_factory=list, description="Where the sources answer with different values, each shown as one."
+    )
+    population: str | None = Field(None, description="The patient group the question is about (adults by default).")
     backend: str = Field(description="`extractive` or the LLM backend name that wrote the bullets.")
     confidence: float = Field(description="Calibrated retrieval confidence of the best evidence chunk.")
     trace: Trace

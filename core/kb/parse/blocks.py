@@ -32,6 +32,7 @@ class DocInfo:
     organisation: str | None = None
     year: int | None = None
     source: str | None = None
+    edition: str | None = None
 
 
 class Headings:

@@ -137,6 +137,8 @@ def parse_pdf(data: bytes, source: str, settings: KBSettings) -> tuple[list[Bloc
     from pypdf import PdfReader
     from pypdf.errors import PyPdfError
 
+    from core.kb.parse.pdftables import find_tables
+
     try:
         reader = PdfReader(io.BytesIO(data), strict=False)
         if reader.is_encrypted:
@@ -145,7 +147,8 @@ def parse_pdf(data: bytes, source: str, settings: KBSettings) -> tuple[list[Bloc
             raise DocumentError(f"{source}: {len(reader.pages)} pages is over the {settings.max_pdf_pages}-page limit")
         meta = reader.metadata
         meta_title = _clean(str(meta.title)) if meta and meta.title else ""
-        blocks, info = pdf_blocks(reader, _outline(reader), meta_title, settings.pdf_repeat_share)
+        tables = find_tables(data) if settings.pdf_tables == "pdfplumber" else {}
+        blocks, info = pdf_blocks(reader, _outline(reader), meta_title, settings.pdf_repeat_share, tables)
     except DocumentError:
         raise
     except (PyPdfError, ValueError, KeyError, TypeError, AttributeError, IndexError, RecursionError, ZeroDivisionError,
@@ -154,6 +157,7 @@ def parse_pdf(data: bytes, source: str, settings: KBSettings) -> tuple[list[Bloc
         raise DocumentError(f"{source}: unreadable PDF ({type(exc).__name__}: {exc})") from exc
     if not any(b.text.strip() for b in blocks):
         raise DocumentError(f"{source}: no extractable text (empty or image-only PDF; OCR is not supported)")
-    info.organisation = str(meta.author) if meta and meta.author else None
-    info.year = year_of(meta.get("/CreationDate")) if meta else None
+    # the cover's issuer and year (core.kb.parse.identity) before the metadata's author and creation date
+    info.organisation = info.organisation or (str(meta.author) if meta and meta.author else None)
+    info.year = info.year or (year_of(meta.get("/CreationDate")) if meta else None)
     return blocks, info

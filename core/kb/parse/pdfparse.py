@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.kb.parse.blocks import Block, DocInfo, Headings
+from core.kb.parse.identity import cover_identity, tidy_title
+from core.kb.parse.pdftables import PdfTable, row_text
 
 __all__ = ["Line", "pdf_blocks", "read_lines"]
 
@@ -140,9 +142,15 @@ def _heading_shaped(text: str) -> bool:
 
 
 def pdf_blocks(
-    reader: Any, outline: list[tuple[int, int, str]], meta_title: str, share: float
-) -> tuple[list[Block], DocInfo]:
-    """Blocks under their heading paths, and the title (see the module docstring)."""
+    reader: Any, outline: list[tuple[int, int, str]], meta_title: str, share: float,
+    tables: dict[int, list[PdfTable]] | None = None,
+) -> tuple[list[Block], DocInfo]:  # fmt: skip
+    """Blocks under their heading paths, and the title (see the module docstring).
+
+    ``tables`` (:func:`core.kb.parse.pdftables.find_tables`): the glued text lines inside a table
+    are dropped and the table's rows, each with its column headers, take their place as row blocks.
+    """
+    tables = tables or {}
     pages, heights = read_lines(reader)
     drop = _furniture(pages, heights, share)
     toc = _toc_pages(pages, drop)
@@ -160,6 +168,10 @@ def pdf_blocks(
     title = meta_title if meta_title and not _FILE_TITLE.search(meta_title) else ""
     if not title and top > body * 1.15:
         title = _clean(" ".join(ln.text for ln in first if abs(ln.size - top) < 0.5))
+    title, edition = tidy_title(title)
+    # the cover's lines as printed (a year standing alone is no page number there)
+    cover = [ln.text for ln in (pages[0] if pages else []) if ln.text and abs(ln.size - top) >= 0.5][:12]
+    issuer, year, printed = cover_identity(cover)
     heading_sizes = sorted({round(ln.size, 1) for ls in kept for ln in ls if ln.size > body * 1.15 and ln.size < top},
                            reverse=True)  # fmt: skip
     plain = not heading_sizes and not any(ln.bold for ls in kept for ln in ls)
@@ -171,8 +183,18 @@ def pdf_blocks(
             heads.push(depth, name)
         para: list[str] = []
         merged = _merge_heading_lines(lines, body, top if number == 0 else 0.0)
+        waiting = list(tables.get(number, ()))
         for line, is_big in merged:
             level: int | None = None
+            inside = next((t for t in tables.get(number, ()) if t.holds(line.y)), None)
+            if inside is not None:
+                if inside in waiting:  # the table's first line: its rows go here
+                    waiting.remove(inside)
+                    if para:
+                        blocks.append(Block(heads.path, " ".join(para), number + 1))
+                        para = []
+                    blocks += [Block(heads.path, row_text(inside.header, r), number + 1, row=True) for r in inside.rows]
+                continue
             if number == 0 and top > body * 1.15 and abs(line.size - top) < 0.5:
                 continue  # the title
             if outline:
@@ -193,7 +215,9 @@ def pdf_blocks(
             heads.push(level, _clean(line.text))
         if para:
             blocks.append(Block(heads.path, " ".join(para), number + 1))
-    return blocks, DocInfo(title=title)
+        for table in waiting:  # a table none of whose lines pypdf read
+            blocks += [Block(heads.path, row_text(table.header, r), number + 1, row=True) for r in table.rows]
+    return blocks, DocInfo(title=title, organisation=issuer, year=year, edition=edition or printed)
 
 
 def _same(a: str, b: str) -> bool:
