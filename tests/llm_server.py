@@ -63,7 +63,7 @@ class RecordedRequest:
 class Fault:
     """A scripted misbehaviour for the next request."""
 
-    kind: str  # "status", "malformed", "slow", "cut"
+    kind: str  # "status", "malformed", "slow", "cut" ("none": answer normally)
     status: int = 500
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
@@ -156,8 +156,9 @@ class FakeLLMServer:
         """Answer 200 with a body (or SSE event) that is not valid JSON."""
         self._push(Fault("malformed"), times)
 
-    def fail_slow(self, delay_s: float, times: int = 1) -> None:
-        """Wait ``delay_s`` before answering (past the client's timeout)."""
+    def fail_slow(self, delay_s: float, times: int = 1, after: int = 0) -> None:
+        """Wait ``delay_s`` before answering (past the client's timeout); ``after``: that many requests first answer at once."""
+        self._push(Fault("none"), after)
         self._push(Fault("slow", delay_s=delay_s), times)
 
     def fail_cut(self, after_chunks: int = 2, times: int = 1) -> None:

@@ -119,7 +119,7 @@ def _script(llm_server: FakeLLMServer, letter: str) -> None:
 
 def test_harness_writes_one_record_per_question_and_resumes(llm_server: FakeLLMServer, tmp_path: Path) -> None:
     _script(llm_server, "D")
-    settings = make_settings(tmp_path, llm=llm_server.llm_overrides("openai"), selfrag={"judge_batch": "separate", "relevance_floor": 0.2})
+    settings = make_settings(tmp_path, llm=llm_server.llm_overrides("openai"), selfrag={"judge_batch": "separate", "relevance_floor": 0.2, "relevance_margin": 0.0})
     pipeline = build_pipeline(settings, llm=make_llm(settings), retriever=_static([Passage("d", "nitrofurantoin in pregnancy")]))
     items = sample(load_benchmark(MIRAGE)["medqa"], 4, 0)
     out = tmp_path / "run.jsonl"

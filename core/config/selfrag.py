@@ -45,7 +45,9 @@ class SelfRagSettings(Group):
         None, description="Local folder of a causal LM trained with reflection tokens (never downloaded)."
     )
     native_threads: int = Field(
-        0, ge=0, description="torch CPU threads for the native model; 0 picks the free cores (as `llm.llamacpp.threads`)."
+        0,
+        ge=0,
+        description="torch CPU threads for the native model; 0 picks the free cores (as `llm.llamacpp.threads`).",
     )
     native_device: str = Field(
         "cpu",
@@ -139,6 +141,14 @@ class SelfRagSettings(Group):
         "passes, the question is answered without evidence and the trace says why. 0 keeps the best "
         "`rerank_keep` whatever their relevance.",
     )
+    relevance_margin: float = Field(
+        0.1,
+        ge=0,
+        le=0.5,
+        description="Margin over chance the relevance floor requires: a document passes when P[Relevant] is at "
+        "least `relevance_floor` + this (a Yes/No judge that cannot tell reads about 0.5). Off-topic documents "
+        "scored 0.50-0.51 on the real benchmark; 0.1 keeps them out (docs/SELFRAG.md, 'Relevance floor').",
+    )
     w_rel: float = Field(1.0, description="Weight of relevance (P[Relevant]) in the critic score.")
     w_sup: float = Field(1.0, description="Weight of groundedness in the critic score.")
     w_use: float = Field(0.5, description="Weight of utility (mapped to -1..1) in the critic score.")
@@ -185,20 +195,36 @@ class SelfRagSettings(Group):
     utility_stop: float = Field(
         4.0, ge=1, le=5, description="Stop regenerating once the expected utility sum(i * P[Utility:i]) reaches this."
     )
+    regenerate_margin: float = Field(
+        0.5,
+        ge=0,
+        le=4,
+        description="A regenerated answer replaces the current one only when its expected utility (1-5) is higher "
+        "by more than this (0: any higher utility). A correct first answer (utility 3.81) was replaced by a wrong "
+        "one (4.04) on the real benchmark; see docs/SELFRAG.md, 'Regeneration margin'.",
+    )
     max_iterations: int = Field(3, ge=1, le=10, description="Answers generated at most (the best one is kept).")
 
     # Per-stage budgets (0: none). A spent budget ends the stage early and the trace records it.
+    budget_decision_s: float = Field(
+        30.0,
+        ge=0,
+        description="Seconds the adaptive retrieval decision may take (each backend call holds only what is "
+        "left); a decision that times out retrieves, the safe path.",
+    )
     budget_rerank_s: float = Field(
         60.0,
         ge=0,
-        description="Seconds the critic may spend judging documents; documents not judged in time are dropped "
-        "(never passed to the generator unjudged).",
+        description="Seconds the critic may spend judging documents, in wall time (each backend call holds only "
+        "what is left); the documents judged in time are kept, the rest dropped (never passed to the generator "
+        "unjudged).",
     )
     budget_reflection_s: float = Field(
         60.0,
         ge=0,
-        description="Seconds generation plus self-reflection may take; no new regeneration round starts after "
-        "this (the best answer so far is kept).",
+        description="Seconds generation plus self-reflection may take, in wall time (each backend call holds only "
+        "what is left); a regeneration or utility reflection that runs out keeps the best answer so far. Only a "
+        "first generation that times out is an abstention.",
     )
 
     # Evaluation harness.

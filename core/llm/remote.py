@@ -24,8 +24,16 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
-from core.errors import BackendAuthError, BackendError, BackendTimeoutError, CasebookError, RateLimitedError
+from core.errors import (
+    BackendAuthError,
+    BackendCancelledError,
+    BackendError,
+    BackendTimeoutError,
+    CasebookError,
+    RateLimitedError,
+)
 from core.llm.base import Completion, GenOptions, GenParams, Message
+from core.llm.budget import current_token
 from core.llm.wire import completion_from_response, delta_from_chunk, load_json
 from core.privacy.egress import Egress
 
@@ -129,9 +137,13 @@ class OpenAIWireLLM:
                 raise
             except Exception as exc:
                 error, retryable = map_sdk_error(exc, self.sdk, self.backend)
+                token = current_token()
+                left = token.remaining() if token is not None else None
+                delay = min(s.retry_backoff_s * 2**attempt, s.retry_backoff_max_s)
+                if left is not None and left <= delay:  # no time left to retry within the call's budget
+                    raise error from exc
                 if not retryable or attempt == s.max_retries:
                     raise error from exc
-                delay = min(s.retry_backoff_s * 2**attempt, s.retry_backoff_max_s)
                 log.warning("%s; retry %d/%d in %.2f s", error, attempt + 1, s.max_retries, delay)
                 time.sleep(delay)
         raise AssertionError("unreachable")
@@ -146,8 +158,18 @@ class OpenAIWireLLM:
         return params
 
     def _post(self, create: Callable[..., Any], params: dict[str, Any]) -> Completion:
+        token = current_token()  # a stage or feature budget: the request holds only what is left of it
+
         def call() -> Completion:
-            raw = create(**params)
+            timeout = self.settings.timeout_s
+            left = token.remaining() if token is not None else None
+            if token is not None and token.cancelled:
+                raise BackendCancelledError(f"{self.backend}: cancelled before the request was sent")
+            if token is not None and left is not None:
+                if left <= 0:
+                    raise BackendTimeoutError(f"{self.backend}: the call's budget of {token.budget_s:g} s is spent")
+                timeout = left if token.lift_ceiling else min(timeout, left)
+            raw = create(**params, timeout=timeout)
             data = load_json(raw.http_response.text, backend=self.backend)
             return completion_from_response(data, backend=self.backend, model=self.model)
 

@@ -16,6 +16,7 @@ A :class:`Critic` returns ``{label: logprob}`` maps keyed by reflection tokens;
 
 from __future__ import annotations
 
+import contextvars
 import math
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -109,12 +110,16 @@ def labels_in_order(
     return out
 
 
-def map_concurrently(func: Callable[[Passage], CriticReading], docs: Sequence[Passage], workers: int) -> list[CriticReading]:
+def map_concurrently(
+    func: Callable[[Passage], CriticReading], docs: Sequence[Passage], workers: int
+) -> list[CriticReading]:
     """``[func(d) for d in docs]``, with up to ``workers`` calls in flight (a server backend serves them at once)."""
     if workers <= 1 or len(docs) <= 1:
         return [func(d) for d in docs]
+    # each call runs in a copy of the caller's context: the stage's CancelToken reaches the backend
+    contexts = [contextvars.copy_context() for _ in docs]
     with ThreadPoolExecutor(max_workers=min(workers, len(docs))) as pool:
-        return list(pool.map(func, docs))
+        return list(pool.map(lambda ctx, doc: ctx.run(func, doc), contexts, docs))
 
 
 def _first_top(completion: Completion) -> dict[str, float]:

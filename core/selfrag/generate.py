@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from core.llm.budget import CancelToken
+from core.llm.budget import CancelToken, current_token
 
 if TYPE_CHECKING:
     from core.llm.base import LLM
@@ -41,7 +41,12 @@ class LLMGenerator:
 
     def generate(self, prompt: str, max_tokens: int, temperature: float) -> str:
         """One completion; backend errors propagate (the pipeline records them as an abstention)."""
-        llm = CancelToken(self.budget_s).bind(self.llm) if self.budget_s is not None else self.llm
+        budget = self.budget_s
+        outer = current_token()  # the stage's token: this call holds at most what the stage has left
+        left = outer.remaining() if outer is not None else None
+        if left is not None:
+            budget = left if budget is None else min(budget, left)
+        llm = CancelToken(budget).bind(self.llm) if budget is not None else self.llm
         if self.chat:
             reply = llm.chat([{"role": "user", "content": prompt}], max_tokens=max_tokens, temperature=temperature)
         else:

@@ -2,7 +2,16 @@
 
 query processing -> adaptive retrieval decision -> retrieval -> critic reranking
 -> generation -> self-reflection (regenerate until the expected utility reaches
-``utility_stop``, keep the best) -> cleaned answer -> option letter.
+``utility_stop``; a regenerated answer replaces the current one only when its utility
+is higher by ``regenerate_margin``) -> cleaned answer -> option letter.
+
+Stages degrade instead of failing (issue 27). Each stage has a wall-time budget
+(:class:`_Stage`); every backend call inside it runs under a
+:class:`~core.llm.budget.CancelToken` holding only what the stage has left, so the
+backend itself stops there. A stage that runs out keeps what it has: a decision that
+times out retrieves (the safe path), reranking keeps the documents judged so far, a
+regeneration or a utility reflection that times out keeps the best answer so far. Only
+a first generation that times out, with nothing to keep, is an abstention.
 
 Backends are passed in (:func:`core.selfrag.factory.build_pipeline` builds them
 from settings); every number comes from :class:`SelfRagSettings`.
@@ -11,7 +20,6 @@ from settings); every number comes from :class:`SelfRagSettings`.
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -19,6 +27,7 @@ from contextlib import contextmanager
 from core.config.selfrag import RetrievalMode, SelfRagSettings
 from core.contracts import Abstention
 from core.errors import BackendError, BackendTimeoutError, RateLimitedError
+from core.llm.budget import CancelToken
 from core.selfrag import prompts, scoring
 from core.selfrag.critic import Critic
 from core.selfrag.extract import extract_letter
@@ -68,6 +77,8 @@ class SelfRagPipeline:
             trace.query = self.query_processor.process(" ".join([question, *opts.values()]))
         try:
             self._answer(trace, query, asked, trace.query.queries, mode or self.settings.mode)
+            if trace.abstention is not None:  # the first generation timed out: nothing to keep
+                return trace
         except BackendTimeoutError as exc:  # a slow machine, not a wrong answer: the harness retries these
             log.warning("self-reflective RAG backend timeout: %s", exc)
             trace.abstention = Abstention(reason="timeout", stage="backend", detail=str(exc))
@@ -83,7 +94,7 @@ class SelfRagPipeline:
     def _answer(self, trace: SelfRagTrace, query: str, asked: str, queries: list[str], mode: RetrievalMode) -> None:
         """Stages 2-6 (backend errors propagate to :meth:`run`)."""
         with _timed(trace, "decision"):
-            trace.decision = self.decide(query, mode)
+            trace.decision = self._decide_in_time(trace, query, mode)
         if trace.decision.retrieve and self.retriever is not None:
             with _timed(trace, "retrieval"):
                 docs = retrieve_all(self.retriever, queries, self.settings.top_k)
@@ -95,8 +106,20 @@ class SelfRagPipeline:
         evidence = [d.document for d in trace.documents if d.kept]
         self.generate_and_reflect(trace, query, asked, evidence)
 
+    def _decide_in_time(self, trace: SelfRagTrace, query: str, mode: RetrievalMode) -> RetrievalDecision:
+        """Stage 2 within ``budget_decision_s``; a decision that times out retrieves (the safe path)."""
+        stage = _Stage(self.settings.budget_decision_s)
+        try:
+            with stage.call():
+                return self.decide(query, mode)
+        except BackendTimeoutError as exc:
+            trace.budget_notes.append(f"decision timed out after {stage.elapsed():.1f} s: retrieving (the safe path)")
+            log.info("self-RAG decision timed out (%s): retrieving", exc)
+            threshold = self.settings.retrieval_threshold
+            return RetrievalDecision(mode, None, threshold, True, "the retrieval decision timed out: retrieving")
+
     def _evidence_note(self, trace: SelfRagTrace, retrieved: int) -> str:
-        floor = self.settings.relevance_floor
+        floor = _needed(self.settings.relevance_floor, self.settings.relevance_margin)
         kept = sum(d.kept for d in trace.documents)
         why = trace.decision.reason if trace.decision else ""
         if not retrieved:
@@ -128,24 +151,34 @@ class SelfRagPipeline:
         return RetrievalDecision(mode, p, threshold, decision, reason, logprobs)
 
     def rerank(self, query: str, documents: list[Passage], notes: list[str] | None = None) -> list[ScoredDocument]:
-        """Stage 4: critic scores, best first; the best ``rerank_keep`` at or above ``relevance_floor`` are kept.
+        """Stage 4: critic scores, best first; the best ``rerank_keep`` at or above the relevance floor are kept.
 
-        Documents are judged in groups (the native critic's whole batch, else ``concurrency`` at a time);
-        once ``budget_rerank_s`` is spent the rest are dropped unjudged and ``notes`` says so.
+        Documents are judged in groups (the native critic's whole batch, else ``concurrency`` at a time),
+        each group's backend calls holding only what is left of ``budget_rerank_s``. Once the budget is
+        spent, or a group times out, the documents judged so far are kept; the rest are dropped unjudged
+        and ``notes`` says so. A document passes when P[Relevant] >= ``relevance_floor`` + ``relevance_margin``.
         """
         s = self.settings
         step = len(documents) if getattr(self.critic, "batched", False) else s.concurrency
-        started = time.perf_counter()
+        stage = _Stage(s.budget_rerank_s)
         readings = []
         for i in range(0, len(documents), max(step, 1)):
-            if i and s.budget_rerank_s and time.perf_counter() - started > s.budget_rerank_s:
+            why = None
+            if i and stage.spent():
+                why = f"rerank budget {s.budget_rerank_s:g} s spent"
+            else:
+                try:
+                    with stage.call():
+                        readings += self.critic.documents(query, documents[i : i + step])
+                except BackendTimeoutError:
+                    why = f"rerank timed out ({stage.elapsed():.1f} s of {s.budget_rerank_s:g} s)"
+            if why is not None:
                 if notes is not None:
                     notes.append(
-                        f"rerank budget {s.budget_rerank_s:g} s spent after {i} of {len(documents)} documents; "
-                        f"{len(documents) - i} dropped unjudged"
+                        f"{why} after {len(readings)} of {len(documents)} documents; "
+                        f"{len(documents) - len(readings)} dropped unjudged"
                     )
                 break
-            readings += self.critic.documents(query, documents[i : i + step])
         scored = []
         for doc, reading in zip(documents, readings, strict=False):
             rel = scoring.relevance(reading.relevance)
@@ -154,7 +187,14 @@ class SelfRagPipeline:
             scored.append((scoring.critic_score(rel, grd, use, s.w_rel, s.w_sup, s.w_use), doc, rel, grd, use))
         scored.sort(key=lambda row: row[0], reverse=True)  # stable: ties keep retrieval order
         return [
-            ScoredDocument(doc, rel, grd, use, score, kept=i < s.rerank_keep and _passes(rel, s.relevance_floor))
+            ScoredDocument(
+                doc,
+                rel,
+                grd,
+                use,
+                score,
+                kept=i < s.rerank_keep and _passes(rel, s.relevance_floor, s.relevance_margin),
+            )
             for i, (score, doc, rel, grd, use) in enumerate(scored)
         ]
 
@@ -162,12 +202,14 @@ class SelfRagPipeline:
         """Stages 5-6: generate, score the expected utility, regenerate below ``utility_stop``; keep the best.
 
         ``instruction`` is what the generator is asked; ``query`` what the critic judges the answer against.
+        Everything runs within ``budget_reflection_s``: a regeneration or a utility reflection that times
+        out keeps the best answer so far; a first generation that times out is the trace's abstention.
         """
         s = self.settings
         texts = [d.prompt_text(s.judge_max_chars) for d in evidence]
-        started_stage = time.perf_counter()
+        stage = _Stage(s.budget_reflection_s)
         for number in range(1, s.max_iterations + 1):
-            if number > 1 and s.budget_reflection_s and time.perf_counter() - started_stage > s.budget_reflection_s:
+            if number > 1 and stage.spent():
                 trace.budget_notes.append(
                     f"reflection budget {s.budget_reflection_s:g} s spent after {number - 1} answer(s): "
                     "no further regeneration"
@@ -181,19 +223,31 @@ class SelfRagPipeline:
                     "usefulness. Give a better answer."
                 )
             started = time.perf_counter()
-            with _timed(trace, "generation"):
-                raw = self.generator.generate(
-                    prompts.generation_prompt(asked, texts), s.generation_max_tokens, temperature
-                )
-            with _timed(trace, "reflection"):
-                logprobs = self.critic.utility(query, clean_answer(raw))
+            try:
+                with _timed(trace, "generation"), stage.call():
+                    raw = self.generator.generate(
+                        prompts.generation_prompt(asked, texts), s.generation_max_tokens, temperature
+                    )
+            except BackendTimeoutError as exc:
+                if number == 1:  # nothing to keep
+                    trace.abstention = Abstention(reason="timeout", stage="generation", detail=str(exc))
+                    return
+                trace.budget_notes.append(f"regeneration {number} timed out: the best answer so far is kept")
+                break
+            utility_timed_out = False
+            try:
+                with _timed(trace, "reflection"), stage.call():
+                    logprobs = self.critic.utility(query, clean_answer(raw))
+            except BackendTimeoutError:
+                logprobs, utility_timed_out = {}, True
+                trace.budget_notes.append(f"utility reflection of answer {number} timed out: answer kept unscored")
             utility = scoring.expected_utility(logprobs)
             trace.iterations.append(
                 Iteration(number, raw, utility, logprobs, temperature, time.perf_counter() - started)
             )
-            if utility is None or utility >= s.utility_stop:
-                break  # good enough, or the critic cannot judge it: regenerating would be blind
-        best = max(trace.iterations, key=lambda it: -math.inf if it.expected_utility is None else it.expected_utility)
+            if utility_timed_out or utility is None or utility >= s.utility_stop:
+                break  # good enough, out of time, or the critic cannot judge it: regenerating would be blind
+        best = _best(trace.iterations, s.regenerate_margin)
         trace.best_iteration = best.number
         trace.raw_answer = best.raw_answer
 
@@ -211,11 +265,60 @@ class SelfRagPipeline:
                 )
 
 
-def _passes(relevance: float | None, floor: float) -> bool:
-    """At or above the relevance floor; an unscored document passes only a floor of 0."""
+def _needed(floor: float, margin: float) -> float:
+    """The P[Relevant] a document needs: the floor plus the margin over chance (0 when the floor is 0)."""
+    return 0.0 if floor <= 0 else min(1.0, floor + margin)
+
+
+def _passes(relevance: float | None, floor: float, margin: float = 0.0) -> bool:
+    """At or above floor + margin; an unscored document passes only a floor of 0."""
     if floor <= 0:
         return True
-    return relevance is not None and relevance >= floor
+    return relevance is not None and relevance >= _needed(floor, margin)
+
+
+def _best(iterations: list[Iteration], margin: float) -> Iteration:
+    """The first answer, replaced by a later one only when its utility is higher by more than ``margin``."""
+    best = iterations[0]
+    for it in iterations[1:]:
+        if it.expected_utility is None:
+            continue
+        if best.expected_utility is None or it.expected_utility > best.expected_utility + margin:
+            best = it
+    return best
+
+
+class _Stage:
+    """One stage's wall-time budget (0: none); each backend call inside holds only what is left."""
+
+    def __init__(self, budget_s: float) -> None:
+        self.budget_s = budget_s if budget_s > 0 else None
+        self.started = time.monotonic()
+
+    def elapsed(self) -> float:
+        """Seconds since the stage started."""
+        return time.monotonic() - self.started
+
+    def left(self) -> float | None:
+        """Seconds left (None: no budget)."""
+        return None if self.budget_s is None else self.budget_s - self.elapsed()
+
+    def spent(self) -> bool:
+        """True once the budget is used up."""
+        left = self.left()
+        return left is not None and left <= 0
+
+    @contextmanager
+    def call(self) -> Iterator[None]:
+        """Run one backend call under a token of the time left; raises BackendTimeoutError when none is."""
+        left = self.left()
+        if left is None:
+            yield
+            return
+        if left <= 0:
+            raise BackendTimeoutError(f"the stage budget of {self.budget_s:g} s is spent")
+        with CancelToken(left).active():
+            yield
 
 
 @contextmanager
