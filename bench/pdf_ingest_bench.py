@@ -2,6 +2,7 @@
 
     python -m bench.pdf_ingest_bench                  # 4 copies of the 41-page realistic guideline
     python -m bench.pdf_ingest_bench --copies 1 --engines torch
+    python -m bench.pdf_ingest_bench --engines torch:int8 torch:bfloat16   # the torch engine at a precision
 
 The PDF is rendered by our own generator (:mod:`core.kb.demo.pdfwrite`) from the demo guideline
 source (``assets/kb/realistic/guidelines``), its body repeated ``--copies`` times (demo data,
@@ -22,6 +23,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from any folder
 
+from bench.embed_bench import machine
 from core.kb import KnowledgeBase
 from core.kb.demo.pdfwrite import read_source, render_pdf
 from core.settings import REPO_ROOT, load_settings
@@ -47,10 +49,12 @@ def long_pdf(copies: int, folder: Path) -> tuple[Path, int]:
 
 
 def ingest(pdf: Path, engine: str, folder: Path) -> dict[str, Any]:
-    """Ingest ``pdf`` into a fresh KB with ``engine``; wall time, chunks, load."""
+    """Ingest ``pdf`` into a fresh KB with ``engine`` (``torch:int8`` names a precision); wall time, chunks, load."""
+    name, _, precision = engine.partition(":")
+    embed = {"engine": name} | ({"precision": precision} if precision else {})
     settings = load_settings(
         paths={"index_dir": folder / engine, "data_dir": folder / f"data-{engine}"},
-        embed={"engine": engine}, kb={"progress": False},
+        embed=embed, kb={"progress": False},
     )  # fmt: skip
     kb = KnowledgeBase(settings)
     kb.embedder.embed_passages(["warm-up"])  # model load is not ingestion
@@ -78,6 +82,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         pdf, pages = long_pdf(args.copies, Path(tmp))
         result: dict[str, Any] = {"pages": pages, "pdf_mb": round(pdf.stat().st_size / 2**20, 2), "runs": {}}
+        result["machine"] = machine()
         for engine in args.engines:
             result["runs"][engine] = ingest(pdf, engine, Path(tmp))
             print(engine, result["runs"][engine], flush=True)
