@@ -94,13 +94,15 @@ def _requests(settings: str, owner: str) -> None:
 def _upload(settings: str, user_id: int, owner: str, files: list[Any]) -> None:
     from core import audit
     from core.kb.spaces import space_of
+    from core.progress import Eta
     from pages._shared import get_runtime
 
     named = [(str(f.name), bytes(f.getvalue())) for f in files]
     space = space_of(owner)
+    bar = st.progress(0.0, text=f"Reading and indexing {len(named)} document(s)…")
     try:
-        with feature_limit("upload"), st.spinner(f"Reading and indexing {len(named)} document(s)… large PDFs take a minute or two."):
-            report = spaces_for(settings).upload(owner, named)
+        with feature_limit("upload"):  # the signed-in user's rate limit on uploads
+            report = spaces_for(settings).upload(owner, named, progress=Eta(lambda f, text: bar.progress(f, text=text)))
     except CasebookError as exc:
         audit.record(get_runtime().db, audit.UPLOAD, user_id, space, outcome="error", files=len(named))
         show_error("The documents could not be added", exc)
@@ -111,7 +113,9 @@ def _upload(settings: str, user_id: int, owner: str, files: list[Any]) -> None:
                  errors=len(report.errors))  # fmt: skip
     flash = []
     if report.docs:
-        flash.append(("ok", f"Added {len(report.docs)} document(s) to your documents ({report.chunks_added} passages)."))
+        flash.append(
+            ("ok", f"Added {len(report.docs)} document(s) to your documents ({report.chunks_added} passages).")
+        )
     flash += [("error", f"Skipped {e.error}") for e in report.errors]
     flash += [("error", f"Flagged {f}") for f in report.flagged]
     st.session_state[_FLASH] = flash
@@ -155,9 +159,11 @@ def _listing(settings: str, owner: str) -> None:
         st.session_state[_FLASH] = [("ok", f"Deleted {doc.title}.")]
         st.rerun()
     if col_again.button("Re-ingest mine", key="mydocs-reingest", help="Read your kept files again (after an update)."):
+        from core.progress import Eta
+
+        bar = st.progress(0.0, text="Re-reading your documents…")
         try:
-            with st.spinner("Re-reading your documents…"):
-                report = spaces.reingest(owner)
+            report = spaces.reingest(owner, progress=Eta(lambda f, text: bar.progress(f, text=text)))
         except CasebookError as exc:
             show_error("Re-ingestion failed", exc)
             return

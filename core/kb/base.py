@@ -17,11 +17,13 @@ from core.kb.lexicon import DrugLexicon
 from core.kb.parse.tokens import TokenCounter, make_token_counter
 from core.kb.specs import KB_NAMES, kbs_for_kind
 from core.kb.types import SPACE_PREFIX, Hit, SearchMode, is_kb_name
+from core.progress import StageProgress
 
 if TYPE_CHECKING:
     from core.settings import Settings
 
 __all__ = ["KnowledgeBase"]
+
 
 class KnowledgeBase:
     """Everything the app and the CLI do with knowledge bases.
@@ -83,8 +85,12 @@ class KnowledgeBase:
         kb: str,
         rebuild: bool = False,
         extra: dict[str, Any] | None = None,
+        progress: StageProgress | None = None,
     ) -> IngestReport:
         """Parse ``paths`` (``kind`` ``guideline`` or ``spl``) into ``kb`` and swap in the new version.
+
+        ``progress(stage, done, total)`` follows the files read and the passages embedded
+        (:class:`core.progress.Eta` turns it into a bar with the time left).
 
         Bad files are listed in the report and skipped. With ``rebuild`` the
         new version holds only these documents. Nothing is written when no file
@@ -95,11 +101,11 @@ class KnowledgeBase:
             raise InvalidInputError(f"{kind} documents go to {' or '.join(allowed)} or a document space, not {kb!r}")
         start = time.perf_counter()
         report = IngestReport(kb=kb)
-        docs, report.errors = parse_files(paths, kind, kb, self.settings.kb, self.token_counter)
+        docs, report.errors = parse_files(paths, kind, kb, self.settings.kb, self.token_counter, progress)
         if docs or rebuild:
             report.total_chunks = apply_update(
                 self.root, kb, self.embedder, self.token_counter, self.settings.kb, add=docs, fresh=rebuild,
-                extra=extra,
+                extra=extra, progress=progress,
             )  # fmt: skip
         report.docs = [d.doc_id for d in docs]
         report.chunks_added = sum(len(d.chunks) for d in docs)

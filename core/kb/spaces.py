@@ -34,6 +34,7 @@ from core.kb.types import SPACE_PREFIX, Document, FileError
 
 if TYPE_CHECKING:
     from core.kb.base import KnowledgeBase
+    from core.progress import StageProgress
     from core.settings import Settings
 
 __all__ = ["SHARED_SPACE", "UPLOAD_TYPES", "DocumentSpaces", "SpaceDocument", "doctor_spaces", "owner_key", "space_of"]
@@ -97,8 +98,14 @@ class DocumentSpaces:
             raise AccessDeniedError("Sign in to use document spaces")
         return SHARED_SPACE if shared else space_of(owner)
 
-    def upload(self, owner: str, files: Sequence[tuple[str, bytes]], shared: bool = False) -> IngestReport:
-        """Add ``(file name, bytes)`` documents to the doctor's own space.
+    def upload(
+        self,
+        owner: str,
+        files: Sequence[tuple[str, bytes]],
+        shared: bool = False,
+        progress: StageProgress | None = None,
+    ) -> IngestReport:
+        """Add ``(file name, bytes)`` documents to the doctor's own space (``progress``: core.progress).
 
         Files over ``ui.max_upload_mb`` are refused before parsing; bad files are listed in the
         report by their own name. The originals are kept for re-ingestion. Nothing is uploaded
@@ -119,14 +126,16 @@ class DocumentSpaces:
         for name, data in files:
             shown = _safe_name(name)
             if len(data) > limit:
-                report.errors.append(FileError(shown, f"{shown}: larger than the {self.settings.ui.max_upload_mb} MB limit"))
+                report.errors.append(
+                    FileError(shown, f"{shown}: larger than the {self.settings.ui.max_upload_mb} MB limit")
+                )
                 continue
             path = folder / hashlib.sha256(data).hexdigest()[:16] / shown  # the file keeps its own name
             path.parent.mkdir(exist_ok=True)
             path.write_bytes(data)
             by_kind.setdefault(self.kind_of(path), []).append((path, shown))
         for kind, items in by_kind.items():
-            self.ingest_named(space, kind, items, report, uploader=owner)
+            self.ingest_named(space, kind, items, report, uploader=owner, progress=progress)
         return report
 
     @staticmethod
@@ -143,6 +152,7 @@ class DocumentSpaces:
         *,
         uploader: str | None = None,
         approved_by: str | None = None,
+        progress: StageProgress | None = None,
     ) -> None:
         """Parse ``(path, name shown)`` files of ``kind`` into KB ``space``; sources are stored as the shown names.
 
@@ -150,7 +160,9 @@ class DocumentSpaces:
         the shared space, who approved) is recorded in the space's provenance (core.kb.provenance).
         """
         shown = {str(p): name for p, name in items}
-        docs, errors = parse_files([p for p, _ in items], kind, space, self.settings.kb, self.kb.token_counter)
+        docs, errors = parse_files(
+            [p for p, _ in items], kind, space, self.settings.kb, self.kb.token_counter, progress
+        )
         report.errors += [FileError(_shown_of(e.source, shown), e.error.replace(e.source, _shown_of(e.source, shown)))
                           for e in errors]  # fmt: skip
         docs = [_renamed(d, shown) for d in docs]
@@ -160,11 +172,14 @@ class DocumentSpaces:
             write_provenance(self.files_root / space, d.doc_id, uploader=uploader, approved_by=approved_by,
                              flagged=flags[d.doc_id][1])  # fmt: skip
             if flags[d.doc_id][1]:
-                report.flagged.append(f"{d.source}: {flags[d.doc_id][1]} instruction-like sentence(s) kept out of answers")
+                report.flagged.append(
+                    f"{d.source}: {flags[d.doc_id][1]} instruction-like sentence(s) kept out of answers"
+                )
         if docs:
             report.total_chunks = apply_update(
-                self.kb.root, space, self.kb.embedder, self.kb.token_counter, self.settings.kb, add=docs
-            )
+                self.kb.root, space, self.kb.embedder, self.kb.token_counter, self.settings.kb, add=docs,
+                progress=progress,
+            )  # fmt: skip
         report.docs += [d.doc_id for d in docs]
         report.chunks_added += sum(len(d.chunks) for d in docs)
 
@@ -194,7 +209,7 @@ class DocumentSpaces:
             shutil.rmtree(kept, ignore_errors=True)
         return int(docs[doc_id][4])
 
-    def reingest(self, owner: str, shared: bool = False) -> IngestReport:
+    def reingest(self, owner: str, shared: bool = False, progress: StageProgress | None = None) -> IngestReport:
         """Parse the kept originals of a space again and rebuild it (after a parser or embedding change)."""
         space = self._space(owner, shared)
         folder = self.files_root / space
@@ -208,11 +223,13 @@ class DocumentSpaces:
         docs: list[Document] = []
         for kind, items in by_kind.items():
             shown = {str(p): name for p, name in items}
-            parsed, errors = parse_files([p for p, _ in items], kind, space, self.settings.kb, self.kb.token_counter)
+            parsed, errors = parse_files(
+                [p for p, _ in items], kind, space, self.settings.kb, self.kb.token_counter, progress
+            )
             docs += [_without_instructions(_renamed(d, shown))[0] for d in parsed]
             report.errors += [FileError(_shown_of(e.source, shown), e.error) for e in errors]
         report.total_chunks = apply_update(self.kb.root, space, self.kb.embedder, self.kb.token_counter,
-                                           self.settings.kb, add=docs, fresh=True)  # fmt: skip
+                                           self.settings.kb, add=docs, fresh=True, progress=progress)  # fmt: skip
         report.docs = [d.doc_id for d in docs]
         report.chunks_added = sum(len(d.chunks) for d in docs)
         return report

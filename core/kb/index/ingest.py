@@ -29,6 +29,7 @@ from core.kb.parse.spl import parse_spl
 from core.kb.parse.tokens import TokenCounter
 from core.kb.specs import kb_spec
 from core.kb.types import Document, FileError
+from core.progress import StageProgress
 
 __all__ = [
     "PARSERS",
@@ -105,9 +106,16 @@ def index_spec(embedder: Embedder, counter: TokenCounter, settings: KBSettings) 
 
 
 def parse_files(
-    paths: Sequence[Path | str], kind: str, kb: str, settings: KBSettings, counter: TokenCounter
+    paths: Sequence[Path | str],
+    kind: str,
+    kb: str,
+    settings: KBSettings,
+    counter: TokenCounter,
+    progress: StageProgress | None = None,
 ) -> tuple[list[Document], list[FileError]]:
-    """Parse every document under ``paths``; bad files become :class:`FileError` entries, never exceptions."""
+    """Parse every document under ``paths``; bad files become :class:`FileError` entries, never exceptions.
+
+    ``progress("parse", done, total)`` follows each file (core.progress)."""
     parser, suffixes = PARSERS[kind]
     docs: dict[str, Document] = {}
     errors: list[FileError] = []
@@ -120,8 +128,12 @@ def parse_files(
     parsed = parse_isolated(readable, parser, kb, settings, counter) if settings.parse_isolation else (
         _parse_here(item, parser, kb, settings, counter) for item in readable
     )  # fmt: skip
-    for item, doc, error in tqdm(parsed, total=len(readable), desc=f"parse {kind}", unit="file",
-                                 disable=not settings.progress):  # fmt: skip
+    if progress is not None:
+        progress("parse", 0, len(readable))
+    for n, (item, doc, error) in enumerate(tqdm(parsed, total=len(readable), desc=f"parse {kind}", unit="file",
+                                                disable=not settings.progress), 1):  # fmt: skip
+        if progress is not None:
+            progress("parse", n, len(readable))
         if doc is None:
             errors.append(FileError(item.name, error or "unreadable"))
             log.warning("skipped %s", error)
@@ -152,16 +164,18 @@ def apply_update(
     fresh: bool = False,
     extra: dict[str, Any] | None = None,
     reembed: bool = False,
+    progress: StageProgress | None = None,
 ) -> int:
     """Write a new version of ``kb``: the live one minus ``remove`` and replaced ids, plus ``add``.
 
     ``fresh`` ignores the live version. The demo markers of the live manifest (``demo_fingerprint``,
     ``demo_docs``) are carried over unless ``extra`` sets them. With ``reembed`` a live version built
     with other embedding settings is kept by re-embedding its chunks' text (the demo rebuild beside user
-    documents); without it that is an :class:`IndexStateError`. Returns the new chunk count.
+    documents); without it that is an :class:`IndexStateError`. ``progress("embed", done, total)`` follows
+    each batch of new passages. Returns the new chunk count.
     """
     with kb_lock(root, kb):  # read-modify-swap: a concurrent update waits, so none is lost
-        return _apply_update(root, kb, embedder, counter, settings, add, remove, fresh, extra, reembed)
+        return _apply_update(root, kb, embedder, counter, settings, add, remove, fresh, extra, reembed, progress)
 
 
 def _apply_update(
@@ -175,6 +189,7 @@ def _apply_update(
     fresh: bool,
     extra: dict[str, Any] | None,
     reembed: bool,
+    progress: StageProgress | None,
 ) -> int:
     spec = index_spec(embedder, counter, settings)
     drop = set(remove) | {d.doc_id for d in add}
@@ -217,10 +232,14 @@ def _apply_update(
             old.close()
         chunks = [c for d in add for c in d.chunks]
         bar = tqdm(total=len(chunks), desc=f"embed kb_{kb}", unit="chunk", disable=not settings.progress)
+        if progress is not None:
+            progress("embed", 0, len(chunks))
         for start in range(0, len(chunks), settings.embed_batch):
             part = chunks[start : start + settings.embed_batch]
             builder.add(part, embedder.embed_passages([c.index_text(settings.header_in_index) for c in part]))
             bar.update(len(part))
+            if progress is not None:
+                progress("embed", start + len(part), len(chunks))
         bar.close()
         for d in add:
             builder.add_document((d.doc_id, d.source, d.title, d.sha256, len(d.chunks)), d.names)
