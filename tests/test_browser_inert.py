@@ -83,14 +83,17 @@ LIVE = "img[src*='evil'], a[href*='evil'], iframe[src*='evil'], image[href*='evi
 
 
 def _watch(page: Any, base: str) -> list[str]:
-    """Refuse and record every request to a host other than the app's."""
+    """Refuse and record every request to a host other than the app's, and any to its ``/media/`` endpoint.
+
+    ``/media/`` serves any client holding the URL, session or not: no scan image may go there.
+    """
     own = urlsplit(base).netloc
     outside: list[str] = []
 
     def handle(route: Any) -> None:
-        url = route.request.url
-        if urlsplit(url).scheme in {"http", "https", "ws", "wss"} and urlsplit(url).netloc != own:
-            outside.append(url)
+        url = urlsplit(route.request.url)
+        if (url.scheme in {"http", "https", "ws", "wss"} and url.netloc != own) or url.path.startswith("/media/"):
+            outside.append(route.request.url)
             route.abort()
         else:
             route.continue_()
@@ -157,4 +160,4 @@ def test_no_page_fetches_from_an_outside_host(planted: tuple[str, str, str]) -> 
         expect(page.get_by_text(_as_shown("amend"), exact=False).first).to_be_visible()
         assert page.locator(LIVE).count() == 0, page.locator(LIVE).first.evaluate("e => e.outerHTML")
     leaked = sorted({urlsplit(u).netloc for u in outside})
-    assert not outside, f"the browser asked outside hosts {leaked}: {outside[:5]}"
+    assert not outside, f"the browser asked outside hosts or /media/ {leaked}: {outside[:5]}"

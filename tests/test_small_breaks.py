@@ -266,3 +266,21 @@ def test_amending_a_colleagues_report_is_a_setting_recorded_and_shown(fresh: Run
     with fresh.db.read_only() as s:
         details = [d for (d,) in s.execute(select(AuditLog.detail).where(AuditLog.action == "report.amend"))]
     assert {"colleague_of": chen}.items() <= details[-2].items() and "colleague_of" not in details[-1]
+
+
+# -- images only to a session ----------------------------------------------------------------------------------------
+_MEDIA_CALLS = {"image", "audio", "video", "pdf", "download_button"}  # Streamlit serves these on /media/ URLs
+
+
+def test_no_page_puts_a_file_on_the_media_endpoint() -> None:
+    """``/media/`` serves any client holding the URL, session or not; pages send images inside the page instead."""
+    import ast
+
+    from core.settings import REPO_ROOT
+
+    found = []
+    for path in [*sorted((REPO_ROOT / "pages").glob("*.py")), REPO_ROOT / "app.py"]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _MEDIA_CALLS:
+                found.append(f"{path.name}:{node.lineno}: {ast.unparse(node.func)}")
+    assert not found, found
