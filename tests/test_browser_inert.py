@@ -152,12 +152,12 @@ def test_no_page_fetches_from_an_outside_host(planted: tuple[str, str, str]) -> 
         log_in(page, base, "rahul.mehta")
         expect(page.get_by_text("Signed in as")).to_be_visible()
         page.wait_for_function("document.cookie.includes('casebook_session=')")  # a new page load keeps the session
-        for which in ("newest", "oldest"):  # the patient's own page, with the planted report (oldest) last
+        # the patient's own pages: the newest scan (awaiting review), then the oldest with the planted report
+        for which, shows in (("newest", "Awaiting your doctor's review"), ("oldest", _as_shown("amend"))):
             page.goto(f"{base}/?scan={scans[which]}")  # the patient's home page
-            expect(page.get_by_text("Signed in as")).to_be_visible()
+            expect(page.get_by_text(shows, exact=False).first).to_be_visible()
             wait_idle(page)
             page.screenshot(path=str(ARTIFACTS / f"inert-patient-scan_review-{which}.png"))
-        expect(page.get_by_text(_as_shown("amend"), exact=False).first).to_be_visible()
         assert page.locator(LIVE).count() == 0, page.locator(LIVE).first.evaluate("e => e.outerHTML")
     leaked = sorted({urlsplit(u).netloc for u in outside})
     assert not outside, f"the browser asked outside hosts or /media/ {leaked}: {outside[:5]}"
