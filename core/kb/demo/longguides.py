@@ -14,6 +14,7 @@ Everything is deterministic: the same assets give the same Markdown, PDF and tex
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,6 +33,18 @@ _ADULT_BANDS = {
     "national": [("25-39 kg", 32.0), ("40-54 kg", 47.0), ("55-74 kg", 65.0), ("75 kg or more", 80.0)],
 }
 _CHILD_BANDS = [("4-7 kg", 5.5), ("8-11 kg", 9.5), ("12-15 kg", 13.5), ("16-24 kg", 20.0)]
+# The lower limit of each band above (same order): a weight is dosed as its band is, so that the detailed
+# tables and the worked examples agree with the weight-band tables of the same document.
+_LIMITS = {"intl": [30.0, 40.0, 55.0, 70.01], "national": [25.0, 40.0, 55.0, 75.0], "child": [4.0, 8.0, 12.0, 16.0]}
+
+
+def _dosing_weight(weight: float, who: str, voice: str) -> float:
+    """The weight a dose is worked out at: the representative weight of the band holding ``weight`` (else itself)."""
+    key = "child" if who == "child" else voice
+    bands = _CHILD_BANDS if who == "child" else _ADULT_BANDS[voice]
+    top = 25.0 if who == "child" else float("inf")
+    held = [rep for (_, rep), low in zip(bands, _LIMITS[key], strict=True) if low <= weight < top]
+    return held[-1] if held else weight
 
 
 @dataclass(frozen=True)
@@ -64,10 +77,13 @@ def _band_dose(dose: dict[str, Any], weight: float) -> int:
     return int(max(step, min(mg, float(dose["max"]))))
 
 
-def _dose_table(name: str, dose: dict[str, Any], bands: list[tuple[str, float]], who: str) -> list[list[str]]:
+def _dose_table(
+    name: str, dose: dict[str, Any], bands: list[tuple[str, float]], who: str, dosed: Callable[[float], float] | None = None
+) -> list[list[str]]:
+    """A weight-band table; ``dosed`` maps a row's weight to the weight its dose is worked out at (else itself)."""
     rows = [["Weight band", f"{name} daily dose ({who})", "Tablets", "Approximate mg/kg"]]
     for band, weight in bands:
-        mg = _band_dose(dose, weight)
+        mg = _band_dose(dose, dosed(weight) if dosed else weight)
         tabs = mg / dose["step"]
         rows.append([band, f"{mg} mg", f"{tabs:g} x {dose['step']} mg", f"{mg / weight:.0f} mg/kg"])
     return rows
@@ -194,7 +210,8 @@ def _detailed(n: int, drugs: list[dict[str, Any]], voice: str) -> list[str]:
             out += [f"### {n}.{i} {drug['name']}: detailed daily doses for {label}",
                     f"{drug['name']} for {label}: {dose['mgkg']} mg/kg daily (range {dose['range']} mg/kg), maximum {dose['max']} mg.",
                     f"Table {n}.{i} {drug['name']} ({label}): dose by body weight",
-                    _table(_dose_table(drug["name"], dose, bands, label))]  # fmt: skip
+                    _table(_dose_table(drug["name"], dose, bands, label,
+                                       lambda w, who=who: _dosing_weight(w, who, voice)))]  # fmt: skip
     return out
 
 
@@ -275,10 +292,10 @@ def _examples(n0: int, drugs: list[dict[str, Any]], voice: str) -> list[str]:
         rows = [["Medicine", "Dose", "Rule used"]]
         for d in first:
             dose = d[key]
-            mg = _band_dose(dose, weight)
+            mg = _band_dose(dose, _dosing_weight(weight, key, voice))  # as the weight-band table doses it
             rule = f"{dose['mgkg']} mg/kg, maximum {dose['max']} mg"
-            if who == "kidney" and d["abbr"] in ("Z", "E"):
-                rows.append([d["name"], f"{mg} mg three times a week after dialysis", d["renal"]])
+            if who == "kidney" and d["abbr"] in ("Z", "E"):  # a per-dose mg/kg rule: the person's own weight
+                rows.append([d["name"], f"{_band_dose(dose, weight)} mg three times a week after dialysis", d["renal"]])
                 continue
             if who == "liver" and d["abbr"] == "Z":
                 rows.append([d["name"], "left out", d["hepatic"]])
