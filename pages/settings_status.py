@@ -7,7 +7,7 @@ import json
 import streamlit as st
 
 from core.errors import CasebookError
-from core.llm.budget import budget_rows
+from core.llm.budget import budget_rows, speed_line
 from pages._shared import get_runtime, require_user, show_error
 from pages._text import inert
 
@@ -25,11 +25,14 @@ c4.metric("Preset", s.preset)
 st.caption(f"Imaging encoder: {inert(s.search.encoder_id)} · top_k {s.search.top_k:d}")
 
 st.subheader("Model time budgets")
+speed = speed_line(s)  # reads the persisted estimate first, so the table below uses it
 st.dataframe(budget_rows(s), hide_index=True, width="stretch")
+st.caption(speed)
 st.caption(
     f"Each call is stopped at its budget (capped by `llm.timeout_s` = {s.llm.timeout_s:g} s), and a Cancel stops "
     "it at once. The typical-call estimate (600-token prompt, 128-token answer) comes from the local model's own "
-    "speed in this process; it is empty until the model has run once."
+    "speed measured on this machine (every call counts, also one cut at its budget or cancelled; kept across "
+    "restarts); it is empty until the model has run once."
 )
 
 st.subheader("Model files")

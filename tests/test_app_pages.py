@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -128,6 +130,28 @@ def test_settings_status_shows_backends_models_and_index(demo_env: Path, demo: R
     assert list(budgets["feature"]) == ["Ask AI", "Report drafts", "Guideline QA writer", "Self-RAG stage"]
     assert budgets["the model is stopped at (s)"][0] == min(demo.settings.ask.llm_budget_s, demo.settings.llm.timeout_s)
     assert at.button(key="rebuild-index").disabled, "rebuilding needs the confirmation"
+
+
+def test_settings_status_shows_the_measured_speed_and_when(
+    demo_env: Path, demo: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from core.llm.budget import SPEED_FILE
+    from core.llm.speed import SpeedMeter
+
+    monkeypatch.setattr("core.llm.budget._METER", SpeedMeter())  # this process has not run the model
+    at = page("settings_status", user_of(demo, "dr.chen")).run()
+    assert any("no speed measured yet" in c.value for c in at.caption)
+    path = demo.settings.paths.resolve(demo.settings.paths.data_dir) / SPEED_FILE
+    measured = {"prompt_tps": 12.5, "gen_tps": 1.5, "threads": 2, "load": 7.5, "measured_at": time.time() - 600}
+    path.write_text(json.dumps(measured | {"partial": True, "samples": 3}), encoding="utf-8")
+    try:  # another process measured it: the page reads the persisted estimate
+        monkeypatch.setattr("core.llm.budget._METER", SpeedMeter())
+        at = page("settings_status", user_of(demo, "dr.chen")).run()
+    finally:
+        path.unlink()
+    line = next(c.value for c in at.caption if c.value.startswith("Local model speed"))
+    assert "reads 12.5 tokens/s, writes 1.5 tokens/s at load average 7.5, measured 10 min ago" in line
+    assert at.dataframe[0].value["typical call here (s)"][0] is not None  # the table uses it too
 
 
 def test_settings_status_rebuilds_the_index(fresh: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -138,6 +138,25 @@ class LLMSettings(Group):
         description="Do not start a local model call when reading its prompt alone would take longer than the "
         "budget at the speed measured here (the caller keeps its answer without the model).",
     )
+    speed_half_life_s: float = Field(
+        3600.0,
+        ge=0,
+        description="Age at which the local model's measured speed counts half against a new measurement "
+        "(persisted in `<data_dir>/llm_speed.json`; 0: plain exponential average).",
+    )
+    speed_retry_load_ratio: float = Field(
+        0.5,
+        gt=0,
+        le=1,
+        description="A speed measured under load average L is re-tried once the load now is at most this times L "
+        "(0.5: the load halved): the next call runs as a trial within its budget instead of being refused. A "
+        "measurement at a load this far from the stored one replaces the estimate instead of being averaged in.",
+    )
+    speed_retry_after_s: float = Field(
+        600.0,
+        ge=0,
+        description="A speed estimate older than this is re-tried whatever the load (0: never by age).",
+    )
     max_tokens: int = Field(512, ge=1, description="Most tokens one answer may generate (every backend).")
     temperature: float = Field(
         0.0, ge=0, le=2, description="Sampling temperature (every backend); 0 is greedy and reproducible."

@@ -10,9 +10,11 @@ thread nobody waits for::
     token = CancelToken(feature_budget(settings, "draft"))
     reply = token.bind(llm).chat(messages)      # stops at the budget, or when token.cancel() is called
 
-:class:`SpeedMeter` keeps the prompt and generation speed the local model showed on this
-machine, so a caller can say up front "the local model needs about 40 s here" and never
-start work that is certain to time out (:func:`estimate`).
+:class:`~core.llm.speed.SpeedMeter` keeps the prompt and generation speed the local model
+showed on this machine (from every call, persisted under the data folder by :func:`attach_meter`),
+so a caller can say up front "the local model needs about 40 s here" and never start work that
+is certain to time out (:func:`estimate`), while a slow estimate taken under load is re-tried
+once the load drops (:meth:`~core.llm.speed.SpeedMeter.stale`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal, Unpack
 
 from core.errors import BackendCancelledError, BackendTimeoutError
 from core.llm.base import GenOptions, GenParams
+from core.llm.speed import SpeedMeter, load_now
 
 if TYPE_CHECKING:
     from core.llm.base import LLM, Completion, Message
@@ -35,14 +38,18 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FEATURES",
+    "SPEED_FILE",
     "CancelToken",
     "Estimate",
     "Feature",
     "SpeedMeter",
+    "attach_meter",
     "budget_rows",
     "current_token",
     "estimate",
     "feature_budget",
+    "load_now",
+    "speed_line",
     "speed_meter",
     "typical_estimate",
 ]
@@ -195,45 +202,43 @@ class Estimate:
         return f"the local model needs about {self.seconds:.0f} s here (budget {self.budget_s:g} s)"
 
 
-class SpeedMeter:
-    """Prompt-reading and generation speed of the local model, from its own timings (thread-safe)."""
-
-    def __init__(self, smoothing: float = 0.5) -> None:
-        self._lock = threading.Lock()
-        self._a = smoothing
-        self.prompt_tps: float | None = None
-        self.gen_tps: float | None = None
-        self.threads: int | None = None
-
-    def record(self, prompt_tokens: int, prompt_ms: float, gen_tokens: int, gen_ms: float, threads: int) -> None:
-        """Fold one call's llama.cpp timings in (exponential average; a thread change restarts it)."""
-        with self._lock:
-            if threads != self.threads:
-                self.prompt_tps = self.gen_tps = None
-                self.threads = threads
-            if prompt_tokens >= 16 and prompt_ms > 0:  # a tiny (cached) prompt says little about speed
-                tps = prompt_tokens / (prompt_ms / 1000)
-                self.prompt_tps = tps if self.prompt_tps is None else self._a * tps + (1 - self._a) * self.prompt_tps
-            if gen_tokens >= 4 and gen_ms > 0:
-                tps = gen_tokens / (gen_ms / 1000)
-                self.gen_tps = tps if self.gen_tps is None else self._a * tps + (1 - self._a) * self.gen_tps
-
-    def seconds(self, prompt_tokens: int, new_tokens: int) -> tuple[float | None, float | None]:
-        """(total, prompt-only) seconds for a call, or (None, None) before any measurement."""
-        with self._lock:
-            if self.prompt_tps is None:
-                return None, None
-            prompt_s = prompt_tokens / self.prompt_tps
-            gen = new_tokens / self.gen_tps if self.gen_tps else 0.0
-            return prompt_s + gen, prompt_s
-
-
 _METER = SpeedMeter()
+
+
+SPEED_FILE = "llm_speed.json"  # under paths.data_dir
 
 
 def speed_meter() -> SpeedMeter:
     """The process-wide meter the local backend feeds."""
     return _METER
+
+
+def attach_meter(settings: Settings) -> SpeedMeter:
+    """The process-wide meter with the ``llm.speed_*`` settings, persisted in ``<data_dir>/llm_speed.json``."""
+    llm = settings.llm
+    _METER.configure(
+        half_life_s=llm.speed_half_life_s, load_ratio=llm.speed_retry_load_ratio, retry_after_s=llm.speed_retry_after_s
+    )
+    _METER.attach(settings.paths.resolve(settings.paths.data_dir) / SPEED_FILE)
+    return _METER
+
+
+def speed_line(settings: Settings, now: float | None = None) -> str:
+    """One sentence for Settings / Status: the measured speed, when and under what load, or that none is measured."""
+    r = attach_meter(settings).reading()
+    if r.measured_at is None:
+        return "Local model speed: no speed measured yet on this machine (the first call measures it)."
+    now = time.time() if now is None else now
+    ago = max(0.0, now - r.measured_at)
+    when = f"{ago:.0f} s ago" if ago < 120 else f"{ago / 60:.0f} min ago" if ago < 7200 else f"{ago / 3600:.0f} h ago"
+    at = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(r.measured_at))
+    speeds = ", ".join(
+        f"{label} {v:.1f} tokens/s" for label, v in (("reads", r.prompt_tps), ("writes", r.gen_tps)) if v is not None
+    )
+    load = "" if r.load is None else f" at load average {r.load:.1f}"
+    how = " (last call cut at its budget or cancelled)" if r.partial else ""
+    retry = " A slow estimate is re-tried once the load drops to half or after " f"{settings.llm.speed_retry_after_s / 60:g} min."
+    return f"Local model speed: {speeds}{load}, measured {when} ({at}, {r.samples} calls){how}.{retry}"
 
 
 def estimate(

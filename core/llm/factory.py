@@ -35,9 +35,11 @@ def make_llm(settings: Settings, *, api_key: str | None = None) -> LLM | None:
     if llm.backend == "extractive":
         return None
     if llm.backend == "llamacpp":
+        from core.llm.budget import attach_meter
         from core.llm.llamacpp import LlamaCppLLM
         from core.llm.models import verified_model_path
 
+        attach_meter(settings)  # the speed measured here before, persisted under the data folder
         return LlamaCppLLM(verified_model_path(settings), llm)
     if llm.backend == "groq":
         from core.llm.groq_backend import GroqLLM

@@ -20,8 +20,13 @@ Speed on a shared 2-core machine:
 * llama.cpp keeps earlier prompts' KV state (``cache_prompt`` and ``llm.llamacpp.prompt_cache_mib``
   of RAM), so the fixed system prompt and a scan's data are read once; only the new part
   of a prompt is read (measured in ``docs/benchmarks/llm.md``);
-* its own timings feed :func:`~core.llm.budget.speed_meter`, and a call whose prompt alone
-  would outlast its budget at that speed is refused at once (``llm.refuse_certain_timeouts``).
+* its own timings feed :func:`~core.llm.budget.speed_meter` after every call, finished, cut at
+  its budget or cancelled (``timings_per_token``: each streamed token carries what was read and
+  written so far; a call stopped before its first token counts as reading at most its prompt in
+  the time it had), with the load average at the start;
+* a call whose prompt alone would outlast its budget at that speed is refused at once
+  (``llm.refuse_certain_timeouts``), unless the estimate is stale (measured under far more load,
+  or long ago): then the call runs within its budget and re-measures.
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 from core.embed.base import free_cores
 from core.errors import BackendCancelledError, BackendError, BackendTimeoutError, ConfigError
 from core.llm.base import Completion, GenOptions, GenParams, Message, TokenLogprobs
-from core.llm.budget import CHARS_PER_TOKEN, current_token, speed_meter
+from core.llm.budget import CHARS_PER_TOKEN, current_token, load_now, speed_meter
 from core.llm.wire import delta_from_chunk, tokens_from_logprobs
 
 if TYPE_CHECKING:
@@ -68,6 +73,7 @@ class LlamaCppLLM:
         self._lock = threading.Lock()
         self._loaded_at = 0.0
         self._last_prompt = ""
+        self._new_prompt_tokens = 0  # the part of the last prompt not in llama.cpp's cache (estimated)
         self.last_timings: dict[str, float] = {}
 
     def _wanted_threads(self) -> int:
@@ -131,8 +137,10 @@ class LlamaCppLLM:
         new_chars = len(text) - max(common, len(system))  # the fixed system prompt is in llama.cpp's cache
         if len(text) / CHARS_PER_TOKEN > self.settings.llamacpp.n_ctx:
             return  # over the context window: llama.cpp refuses it at once with the clearer error
-        _, prompt_s = speed_meter().seconds(int(new_chars / CHARS_PER_TOKEN), 0)
-        if self.settings.refuse_certain_timeouts and prompt_s is not None and prompt_s > _CERTAIN * seconds_left:
+        self._new_prompt_tokens = int(max(0, new_chars) / CHARS_PER_TOKEN)
+        _, prompt_s = speed_meter().seconds(self._new_prompt_tokens, 0)
+        certain = prompt_s is not None and prompt_s > _CERTAIN * seconds_left
+        if certain and self.settings.refuse_certain_timeouts and not speed_meter().stale(load_now()):
             raise BackendTimeoutError(
                 f"the local model needs about {prompt_s:.0f} s just to read this prompt here, more than the "
                 f"{seconds_left:.0f} s left; not started",
@@ -150,6 +158,7 @@ class LlamaCppLLM:
             "stream": True,
             "stream_options": {"include_usage": True},
             "cache_prompt": True,
+            "timings_per_token": True,  # a call cut at its budget still tells the speed meter what it did
         }
         if gen.stop:
             request["stop"] = list(gen.stop)
@@ -169,7 +178,8 @@ class LlamaCppLLM:
         self._refuse_if_certain_to_time_out(request, budget)
         server = self._load()
         deadline = started + budget  # a (re)load counts against the budget
-        state: dict[str, Any] = {"timed_out": False, "cancelled": False, "error": None, "first": None}
+        load, loaded = load_now(), time.monotonic()
+        state: dict[str, Any] = {"timed_out": False, "cancelled": False, "error": None, "first": None, "deltas": 0}
 
         def callback(chunk: Any) -> bool:
             if isinstance(chunk, dict) and "error" in chunk:
@@ -182,10 +192,13 @@ class LlamaCppLLM:
                 state["timed_out"] = True
                 return True
             if isinstance(chunk, dict):
-                if state["first"] is None and any(_delta_text(c) for c in chunk.get("choices") or []):
-                    state["first"] = time.monotonic() - started
+                if any(_delta_text(c) for c in chunk.get("choices") or []):
+                    state["deltas"] += 1
+                    if state["first"] is None:
+                        state["first"] = time.monotonic() - started
+                        state["first_after_load"] = time.monotonic() - loaded
                 if isinstance(chunk.get("timings"), dict):
-                    self._record(chunk["timings"], state)
+                    state["raw"] = chunk["timings"]
             return bool(on_chunk(chunk))
 
         handler = server.handle_chat_completions if chat else server.handle_completions
@@ -193,6 +206,8 @@ class LlamaCppLLM:
             result = handler(request, callback)
         except RuntimeError as exc:
             raise BackendError(f"llama.cpp failed: {exc}") from exc
+        finally:
+            self._measure(state, time.monotonic() - loaded, load)
         error = state["error"] or (result.get("error") if isinstance(result, dict) else None)
         if error:
             message = error.get("message", error) if isinstance(error, dict) else error
@@ -202,11 +217,25 @@ class LlamaCppLLM:
         if state["timed_out"]:
             raise BackendTimeoutError(f"llama.cpp did not finish within its budget of {budget:g} s")
 
-    def _record(self, timings: dict[str, Any], state: dict[str, Any]) -> None:
+    def _measure(self, state: dict[str, Any], seconds: float, load: float | None) -> None:
+        """Feed the speed meter from this call, however it ended (finished, cut at its budget, cancelled)."""
+        partial = bool(state["timed_out"] or state["cancelled"])
+        if state.get("raw"):  # llama.cpp's own counts, up to the last token streamed
+            self._record(state["raw"], state, load=load, partial=partial)
+        elif state["first"] is not None:  # no timings in the stream: the first token ends the prompt's reading
+            first = state["first_after_load"]
+            gen_ms = (seconds - first) * 1000
+            speed_meter().record(
+                self._new_prompt_tokens, first * 1000, state["deltas"] - 1, gen_ms, self.threads, load=load, partial=partial
+            )
+        elif state["timed_out"]:  # stopped while reading the prompt: it reads at most this fast
+            speed_meter().record(self._new_prompt_tokens, seconds * 1000, 0, 0.0, self.threads, load=load, partial=True)
+
+    def _record(self, timings: dict[str, Any], state: dict[str, Any], *, load: float | None, partial: bool) -> None:
         """Feed llama.cpp's own timings to the speed meter and keep them for the Completion."""
         prompt_n, prompt_ms = int(timings.get("prompt_n") or 0), float(timings.get("prompt_ms") or 0)
         gen_n, gen_ms = int(timings.get("predicted_n") or 0), float(timings.get("predicted_ms") or 0)
-        speed_meter().record(prompt_n, prompt_ms, gen_n, gen_ms, self.threads)
+        speed_meter().record(prompt_n, prompt_ms, gen_n, gen_ms, self.threads, load=load, partial=partial)
         state["timings"] = {
             "cached_prompt_tokens": float(timings.get("cache_n") or 0),
             "read_prompt_tokens": float(prompt_n),

@@ -8,7 +8,10 @@ at the speed measured on this machine; :func:`plan_call` turns it and the doctor
 * ``auto`` (the first try): the configured model within the feature's budget, unless the
   local model's estimate cannot fit that budget. Then nothing starts (:attr:`CallPlan.waits`)
   and the page offers the other choices, while the answer that needs no model (Ask AI's
-  instant answer, the template draft) stands;
+  instant answer, the template draft) stands. A slow estimate that is stale (the load fell
+  well below the load it was measured under, or it is old: :meth:`core.llm.speed.SpeedMeter.stale`)
+  does not refuse: the call runs as a trial (:attr:`CallPlan.trial`) with the budget as its cap,
+  and what it measures, finished or cut, replaces the estimate;
 * ``local`` ("Run anyway"): the local model, with a budget half as long again as the estimate
   (:meth:`Estimate.run_anyway_s`) that the backend's ``llm.timeout_s`` ceiling yields to;
 * ``remote``: the remote backend that has a key set (:attr:`core.runtime.Runtime.remote_backend`),
@@ -30,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from core.llm.budget import CancelToken, Estimate, Feature, estimate, feature_budget
+from core.llm.budget import CancelToken, Estimate, Feature, estimate, feature_budget, load_now, speed_meter
 
 if TYPE_CHECKING:
     from core.llm.base import LLM, Message
@@ -65,6 +68,7 @@ class CallPlan:
     estimate: Estimate | None = None  # the local model's (None: a remote model, no model, or no prompt)
     lift_ceiling: bool = False  # "run anyway": this budget, not llm.timeout_s, stops the model
     waits: bool = False  # nothing starts: the estimate cannot fit and the doctor has not chosen yet
+    trial: bool = False  # the estimate says it cannot fit, but it is stale: re-measure within the budget
 
     @property
     def starts(self) -> bool:
@@ -77,7 +81,11 @@ class CallPlan:
 
     def note(self) -> str | None:
         """One line for the page while the local model runs, e.g. "Local model: ... needs about 40 s here (budget 60 s)"."""
-        return None if self.estimate is None else f"Local model: {self.estimate.message()}"
+        if self.estimate is None:
+            return None
+        if self.trial:
+            return f"Local model: re-measuring its speed (the last estimate was taken under more load), {self.estimate.message()}"
+        return f"Local model: {self.estimate.message()}"
 
 
 def plan_call(
@@ -86,11 +94,13 @@ def plan_call(
     llm: LLM | None,
     messages: Sequence[Message] | None,
     choice: Choice = "auto",
+    load: float | None = None,
 ) -> CallPlan:
     """How ``feature``'s call of ``llm`` on ``messages`` runs under ``choice`` (see the module docstring).
 
     ``llm`` is the model the choice stands for (the configured one for ``auto`` and ``local``,
-    the remote one for ``remote``); ``None`` or an empty prompt plans no call.
+    the remote one for ``remote``); ``None`` or an empty prompt plans no call. ``load``: the load
+    average now (None: read it).
     """
     budget = feature_budget(settings, feature)
     if choice == "none" or llm is None or not messages:
@@ -98,6 +108,8 @@ def plan_call(
     est = local_estimate(settings, feature, llm, messages)
     if est is None or est.fits:
         return CallPlan(choice, budget, est)
-    if choice == "auto":  # never start work the measured speed says cannot finish: ask first
-        return CallPlan(choice, budget, est, waits=True)
+    if choice == "auto":
+        if speed_meter().stale(load_now() if load is None else load):  # measured under more load, or long ago
+            return CallPlan(choice, budget, est, trial=True)
+        return CallPlan(choice, budget, est, waits=True)  # never start work the measured speed says cannot finish
     return CallPlan(choice, est.run_anyway_s(), est, lift_ceiling=True)  # the doctor chose to wait
