@@ -5,6 +5,8 @@
                                          [--tokenizer-dir DIR] [--jsonl FILE] [--json]
     python -m bench.selfrag_bench pipeline [--benchmark FILE ...] [--dataset NAME] [--limit N]
                                            [--modes no-retrieval adaptive always] [--out DIR] [--plot PNG] [--json]
+    python -m bench.selfrag_bench regen [--benchmark FILE ...] [--dataset NAME] [--limit N] [--mode adaptive]
+                                        [--margins 0 0.25 0.5 1] [--out DIR] [--timeout-s 120] [--json]
 
 ``critic`` builds randomly initialised Llamas with the reflection tokens added
 in memory, directly on ``--device`` in ``--dtype``
@@ -21,7 +23,9 @@ a folder holding that package's tokenizer files
 (:data:`core.selfrag.tiny.TOKENIZER_FILES`). GPU timings synchronise the
 device before every clock read. ``pipeline`` runs the harness on the default
 local model (llama.cpp, judge critic) over the demo knowledge bases, every mode
-on the same questions, and prints the load average at start and end. Both print
+on the same questions, and prints the load average at start and end. ``regen``
+measures whether regeneration helps and what ``selfrag.regenerate_margin`` changes
+(:mod:`bench.selfrag_regen`). All print
 Markdown tables (docs/benchmarks/selfrag.md keeps the last ones).
 """
 
@@ -303,6 +307,14 @@ def _table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _has_bf16() -> bool:
+    """Whether the CPU flags list avx512_bf16 (Linux)."""
+    try:
+        return "avx512_bf16" in Path("/proc/cpuinfo").read_text(encoding="utf-8")
+    except OSError:
+        return False
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="what", required=True)
@@ -334,7 +346,15 @@ def main() -> None:
     v.add_argument("--max-tokens", type=int, default=16, help="Tokens per answer.")
     v.add_argument("--timeout-s", type=float, default=300.0)
     v.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "selfrag_server_bench")
-    for q in (c, p, v):
+    r = sub.add_parser("regen")
+    r.add_argument("--benchmark", type=Path, nargs="+", default=[Path("assets/mcq/mcq_sample_mirage.json")])
+    r.add_argument("--dataset", default=None, help="One dataset of each file (default: all).")
+    r.add_argument("--limit", type=int, default=0, help="Questions per dataset (0: all).")
+    r.add_argument("--mode", default="adaptive", choices=["no-retrieval", "adaptive", "always"])
+    r.add_argument("--margins", type=float, nargs="+", default=[0.0, 0.25, 0.5, 1.0])
+    r.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "selfrag_regen_bench")
+    r.add_argument("--timeout-s", type=float, default=120.0, help="llm.timeout_s for this run.")
+    for q in (c, p, v, r):
         q.add_argument("--json", action="store_true")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -351,6 +371,12 @@ def main() -> None:
             args.jsonl,
             args.batch_sizes,
         )
+    elif args.what == "regen":
+        from bench.selfrag_regen import record_regen, replay
+        from core.config.selfrag import SelfRagSettings
+
+        records = record_regen(args.benchmark, args.dataset, args.limit, args.mode, args.out, args.timeout_s)
+        rows = replay(records, args.margins, SelfRagSettings().utility_stop)
     elif args.what == "server":
         rows = bench_server(args.questions, args.parallel, args.max_tokens, args.timeout_s, args.out)
     else:
@@ -361,7 +387,10 @@ def main() -> None:
     if args.json:
         print(json.dumps(rows, indent=2))
     else:
-        print(f"<!-- {platform.processor() or platform.machine()}, load average {load:.2f} at start, {end:.2f} at end -->")
+        print(
+            f"<!-- {platform.processor() or platform.machine()}, bf16 {'yes' if _has_bf16() else 'no'}, "
+            f"load average {load:.2f} at start, {end:.2f} at end -->"
+        )
         print(_table(rows))
 
 
