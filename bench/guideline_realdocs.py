@@ -72,24 +72,77 @@ def render(result: Any) -> str:
     return "\n".join(lines)
 
 
+_STEMS = {"intl": "intl-tb-guideline", "natl": "natl-tb-manual", "cdc": "cdc-what-you-need-to-know-about-tb",
+          "humira": "humira", "lipitor": "lipitor-orig", "cough": "cough"}
+
+
+def _has(fact: str, text: str) -> bool:
+    """A fact (``a|b``: either wording) in the text; a bare number matches as a whole number only."""
+    for alt in (a.strip().lower() for a in fact.split("|")):
+        if re.fullmatch(r"\d+", alt):
+            if re.search(rf"(?<![\d.]){alt}(?![\d.])", text):
+                return True
+        elif alt in text:
+            return True
+    return False
+
+
+def _section_ok(want: str, got: str) -> bool:
+    w, g = _norm(want), _norm(got)
+    num = re.match(r"[\d.]+\d", want.strip())
+    return w == g or (bool(num) and g.startswith(num.group(0) + " ")) or (len(w) > 8 and (w in g or g in w))
+
+
 def score(item: dict[str, Any], result: Any) -> dict[str, Any]:
     """One item's outcome (see the module docstring)."""
     expect = str(item.get("expect") or "answer")
-    refuse = expect in ("refuse", "out_of_scope")
+    out: dict[str, Any] = {"id": item["id"], "expect": expect, "answered": result.kind == "answer",
+                           "confidence": getattr(result, "confidence", None)}  # fmt: skip
+    if expect in ("refuse", "out_of_scope"):
+        return out | {"refuse_ok": result.kind == "abstain"}
     if result.kind == "abstain":
-        return {"answered": False, "refuse_ok": refuse, "correct": False, "doc_section": False, "unattributed": 0,
-                "confidence": None}  # fmt: skip
-    text = _norm(" ".join(b.text for b in result.bullets))
-    facts = [_norm(f) for f in item.get("expected_facts") or []]
-    correct = bool(facts) and all(f in text for f in facts)
-    want_doc = _norm(str(item.get("expected_document") or ""))
-    want_sec = _norm(str(item.get("expected_section") or ""))
-    refs = [b.evidence.ref for b in result.bullets if b.evidence.ref is not None]
-    doc_section = any((not want_doc or want_doc in _norm(f"{r.title} {r.doc_id}")) and
-                      (not want_sec or want_sec.split()[0] in _norm(r.section)) for r in refs)  # fmt: skip
-    return {"answered": True, "refuse_ok": not refuse, "correct": correct, "doc_section": doc_section,
-            "unattributed": sum(b.evidence.ref is None for b in result.bullets), "confidence": result.confidence,
-            "disagreements": len(result.disagreements)}  # fmt: skip
+        return out | {"correct": False, "doc_section": False, "reason": result.reason[:120]}
+    bullets = result.bullets
+    per_doc = []
+    for want in item["expected"]:
+        stem = _STEMS[want["document"]]
+        mine = [b for b in bullets if b.evidence.ref is not None and b.evidence.ref.doc_id.startswith(stem)]
+        text = " ".join(b.text for b in mine).lower()
+        correct = all(_has(f, text) for f in want["facts"])
+        sec = any(_section_ok(want["section"], b.evidence.ref.section) for b in mine if b.evidence.ref)
+        per_doc.append((correct, bool(mine) and sec))
+    pick = any if item.get("cite") == "any" else all
+    out |= {"correct": pick(c for c, _ in per_doc), "doc_section": pick(s for _, s in per_doc),
+            "unattributed": sum(b.evidence.ref is None for b in bullets), "disagreements": len(result.disagreements)}
+    if expect == "disagreement":
+        out["disagreement_shown"] = bool(result.disagreements)
+    if item.get("cite") == "any":
+        out["no_false_disagreement"] = not result.disagreements
+    return out
+
+
+def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Counts over one group of outcomes."""
+    ans = [r for r in rows if r["expect"] in ("answer", "disagreement")]
+    ref = [r for r in rows if r["expect"] in ("refuse", "out_of_scope")]
+    dis = [r for r in rows if "disagreement_shown" in r]
+    return {"n": len(rows), "answerable": len(ans), "answered": sum(r["answered"] for r in ans),
+            "correct": sum(r.get("correct", False) for r in ans), "doc_section": sum(r.get("doc_section", False) for r in ans),
+            "must_refuse": len(ref), "refused": sum(r["refuse_ok"] for r in ref),
+            "unattributed_bullets": sum(r.get("unattributed", 0) for r in rows),
+            "disagreements_expected": len(dis), "disagreements_shown": sum(r["disagreement_shown"] for r in dis)}  # fmt: skip
+
+
+def calibration(rows: list[dict[str, Any]], bins: int = 5) -> list[dict[str, Any]]:
+    """Shown confidence against the share correct, by equal-width bins over the answered items."""
+    pairs = [(r["confidence"], bool(r.get("correct"))) for r in rows if r["answered"] and r["confidence"] is not None]
+    out = []
+    for k in range(bins):
+        lo, hi = k / bins, (k + 1) / bins
+        got = [c for p, c in pairs if lo <= p < hi or (k == bins - 1 and p == 1.0)]
+        if got:
+            out.append({"bin": f"{lo:.1f}-{hi:.1f}", "n": len(got), "correct": round(sum(got) / len(got), 3)})
+    return out
 
 
 def main() -> None:
@@ -114,26 +167,17 @@ def main() -> None:
     if args.ask or not path.exists():
         return
     items = [i for i in json.loads(path.read_text())["items"] if args.split in ("all", i.get("split"))]
-    per_doc: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    rows, per_doc = [], defaultdict(list)
     for item in items:
-        outcome = score(item, qa.answer(item["question"], spaces=(SPACE,)))
-        doc = str(item.get("expected_document") or item.get("document") or "none")
-        per_doc[doc].append(outcome | {"id": item.get("id")})
-    report = {}
-    for doc, rows in sorted(per_doc.items()):
-        answerable = [r for r in rows if r["refuse_ok"] or r["answered"]]
-        report[doc] = {
-            "n": len(rows),
-            "answered": sum(r["answered"] for r in rows),
-            "correct": sum(r["correct"] for r in rows),
-            "doc_section": sum(r["doc_section"] for r in rows),
-            "refuse_ok": sum(r["refuse_ok"] for r in rows),
-            "unattributed": sum(r["unattributed"] for r in rows),
-            "answerable": len(answerable),
-        }
+        row = score(item, qa.answer(item["question"], spaces=(SPACE,)))
+        rows.append(row)
+        docs = "+".join(sorted({e["document"] for e in item["expected"]})) or f"(none: {row['expect']})"
+        per_doc[docs].append(row)
+    report = {"split": args.split, "load": os.getloadavg(), "all": summary(rows),
+              "per_document": {d: summary(r) for d, r in sorted(per_doc.items())}, "calibration": calibration(rows)}
     print(json.dumps(report, indent=1))
     if args.json:
-        Path(args.json).write_text(json.dumps({"per_document": report, "items": per_doc}, indent=1))
+        Path(args.json).write_text(json.dumps(report | {"items": rows}, indent=1))
 
 
 if __name__ == "__main__":
