@@ -33,6 +33,8 @@ __all__ = [
 
 NO_COMPARABLE_CASES = "No comparable cases found in system memory. Manual review recommended."
 INSUFFICIENT_DATA = "Insufficient data to answer this question based on available cases."
+# An imported scan before any AI model has read it: its look-alikes come from its pixels, not from a reading.
+AWAITING_READING = "Awaiting AI reading"
 
 
 class Strict(BaseModel):
@@ -61,6 +63,10 @@ class SimilarCase(Strict):
     region: str | None = None
     age: int | None = None
     sex: str | None = None
+    date: str | None = Field(None, description="When the case was imaged (ISO date), if known.")
+    drivers: list[str] = Field(
+        default_factory=list, description="Feature groups that make this case close to the scan (encoder-dependent)."
+    )
 
 
 class SimilarCasesResult(Strict):
@@ -136,6 +142,9 @@ class BundleResult(Strict):
     )
     empty_reason: EmptyReason | None = None
     notice: str | None = None
+    similarity_basis: str | None = Field(
+        None, description="One sentence on what the similarity measures for these cases; never sent as evidence."
+    )
 
 
 class AskAnswer(Strict):

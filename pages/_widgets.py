@@ -22,6 +22,12 @@ _BADGE = {
 }
 
 
+def _open_case(case_id: str) -> None:
+    from pages._viewer import open_beside  # lazy: the viewer module loads its component
+
+    open_beside("case", case_id)
+
+
 def card_key(case_id: str) -> str:
     """The container key of a case card (Streamlit renders it as the CSS class ``st-key-<key>``)."""
     return f"case-{case_id}"
@@ -62,20 +68,34 @@ def scan_card(scan: ScanRow, *, show_gauge: bool = True) -> None:
 
 
 def case_cards(result: SimilarCasesResult) -> None:
-    """Similar-case cards (case ID, diagnosis, outcome, similarity bar); the cited one is highlighted."""
+    """Similar-case cards (age band, sex, date, region, diagnosis, outcome, similarity and why); the cited one is
+    highlighted; each opens its image beside the current scan."""
     if result.notice:
         st.info(inert(result.notice))
     if not result.cases:
         st.warning("No comparable cases found in system memory. Manual review recommended.")
         return
+    from core.cases.cards import case_card
+
     highlight = st.session_state.get(HIGHLIGHT_KEY)
     for case in result.cases:
+        card = case_card(case)
         with st.container(border=True, key=card_key(case.caseId)):
             c1, c2 = st.columns([3, 2])
             pin = "📌 " if case.caseId == highlight else ""
-            c1.markdown(pin + f"**{inert(case.caseId)}** · {inert(case.diagnosis)}")
-            c1.caption(f"Severity: {inert(case.severity or 'n/a')} · Outcome: {inert(case.outcome or 'not recorded')}")
-            c2.progress(case.similarity, text=f"Similarity {case.similarity:.0%}")
+            c1.markdown(pin + f"**{inert(card.title)}**")
+            c1.caption(f"{inert(card.facts)}  \n{inert(card.outcome)}")
+            c2.progress(card.similarity, text=f"Similarity {card.similarity:.0%}")
+            c2.caption(inert(card.why))
+            c2.button(
+                "Open beside current",
+                key=f"open-{case.caseId}",
+                icon="🔍",
+                on_click=_open_case,
+                args=(case.caseId,),
+                type="tertiary",
+                help="Shows this case's image in the viewer's second pane, scrolling and window linked.",
+            )
     if highlight:
         css = f".st-key-{card_key(highlight)} {{outline: 3px solid #d69e2e; background: #fffbeb;}}"
         st.html(f"<style>{css}</style>")

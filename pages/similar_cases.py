@@ -9,7 +9,7 @@ import streamlit as st
 from core.errors import CasebookError
 from pages._shared import DEMO_NOTICE, pick_scan, require_user, show_error, similar_for
 from pages._text import inert
-from pages._viewer import neighbour_thumbnails
+from pages._viewer import image_panel, neighbour_thumbnails
 
 user = require_user(doctor=True)
 st.title("Similar Cases")
@@ -48,8 +48,8 @@ if severities:
 m1, m2, m3 = st.columns(3)
 m1.metric("Cases shown", f"{len(view)} of {len(df)}")
 m2.metric("Mean similarity", f"{view['similarity'].mean():.0%}" if len(view) else "—")
-agree = (view["diagnosis"] == scan.diagnosis).mean() if len(view) else 0.0
-m3.metric("Share with the same diagnosis", f"{agree:.0%}" if len(view) else "—")
+others = view["diagnosis"].nunique() - int((view["diagnosis"] == scan.diagnosis).any()) if len(view) else 0
+m3.metric("Other diagnoses among them", f"{others}" if len(view) else "—")
 if view.empty:
     st.warning("No case passes these filters. Widen them to see cases.")
     st.stop()
@@ -64,10 +64,12 @@ bars.update_layout(height=320, margin={"t": 40, "b": 0})
 c2.plotly_chart(bars, width="stretch", key="outcome-bars")
 
 st.subheader("Images of these cases")
+st.caption("A thumbnail opens its case beside the current image, in the same window.")
+image_panel(scan, show_reading=True)
 shown = set(view["caseId"])
 neighbour_thumbnails([c for c in result.cases if c.caseId in shown])
 st.dataframe(
-    view[["caseId", "diagnosis", "outcome", "severity", "similarity", "region", "age", "sex"]],
+    view[["caseId", "diagnosis", "outcome", "severity", "similarity", "region", "age", "sex", "date"]],
     hide_index=True,
     width="stretch",
     column_config={"similarity": st.column_config.ProgressColumn("similarity", min_value=0.0, max_value=1.0)},

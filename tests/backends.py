@@ -21,7 +21,7 @@ from sqlalchemy.engine import make_url
 
 from core.runtime import Runtime, open_runtime
 from core.store.models import Base
-from tests.conftest import make_settings
+from tests.conftest import copy_data, make_settings
 
 __all__ = [
     "PG_ENV",
@@ -159,7 +159,7 @@ def writable_runtime(
     """A private writable copy of the demo store on ``backend`` (files under ``root``)."""
     if backend == "sqlite":
         if not (root / "data").exists():
-            shutil.copytree(demo_root / "data", root / "data")
+            copy_data(demo_root / "data", root / "data")
             shutil.copytree(demo_root / "indexes", root / "indexes", symlinks=True)
         return open_runtime(make_settings(root, **overrides))
     cluster, tpl = request.getfixturevalue("pg_cluster"), request.getfixturevalue("pg_tpl")

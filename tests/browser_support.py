@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from core.settings import REPO_ROOT
+from tests.conftest import copy_data
 from tests.test_app_support import CHROMIUM, CHROMIUM_ARGS, free_port, start_server, stop_server, wait_healthy
 
 if TYPE_CHECKING:
@@ -80,7 +81,7 @@ def served_copy(source: Path, tmp_path: Path, log: Path) -> Iterator[ServedApp]:
 
     The server's output goes to ``log`` (its folder is created).
     """
-    shutil.copytree(source / "data", tmp_path / "data")
+    copy_data(source / "data", tmp_path / "data")
     shutil.copytree(source / "indexes", tmp_path / "indexes", symlinks=True)
     port = free_port()
     log.parent.mkdir(parents=True, exist_ok=True)

@@ -24,6 +24,24 @@ from core.store.models import Report, Scan, User, utcnow
 pytest_plugins = ["tests.conftest_llm", "tests.backends"]
 
 
+def copy_data(source: Path, target: Path) -> None:
+    """Copy a demo data folder; the image store's objects are hard-linked (read-only and content-addressed).
+
+    The demo images are about 220 MB: a byte copy per test cost seconds, a link costs nothing and is safe
+    because no code writes into a published object.
+    """
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns("images"))
+    if (source / "images").exists():
+        shutil.copytree(source / "images", target / "images", copy_function=_link_or_copy)
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:  # another file system
+        shutil.copy2(src, dst)
+
+
 def make_settings(root: Path, **overrides: Any) -> Settings:
     """Test settings whose every path lives under ``root``."""
     paths = {"data_dir": root / "data", "index_dir": root / "indexes", "model_dir": root / "models"}
@@ -74,7 +92,7 @@ def demo(demo_root: Path) -> Iterator[Runtime]:
 @pytest.fixture()
 def fresh(demo_root: Path, tmp_path: Path) -> Iterator[Runtime]:
     """A private copy of the demo database and index that a test may change."""
-    shutil.copytree(demo_root / "data", tmp_path / "data")
+    copy_data(demo_root / "data", tmp_path / "data")
     shutil.copytree(demo_root / "indexes", tmp_path / "indexes", symlinks=True)
     rt = open_runtime(make_settings(tmp_path))
     yield rt

@@ -30,7 +30,7 @@ from core.llm.factory import make_llm
 from core.runtime import Runtime, open_runtime
 from core.store.db import Database
 from core.store.models import HistoricalCase, User
-from tests.conftest import make_settings, plant_signed_report, scan_of
+from tests.conftest import copy_data, make_settings, plant_signed_report, scan_of
 from tests.llm_server import FakeLLMServer
 
 PROPS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -45,7 +45,7 @@ INJECTIONS = (
 def abuse_rt(demo_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runtime]:
     """A writable demo copy with a rate limit no property test reaches."""
     root = tmp_path_factory.mktemp("abuse")
-    shutil.copytree(demo_root / "data", root / "data")
+    copy_data(demo_root / "data", root / "data")
     shutil.copytree(demo_root / "indexes", root / "indexes", symlinks=True)
     rt = open_runtime(make_settings(root, ask={"rate_limit_per_minute": 100_000}))
     yield rt

@@ -102,8 +102,8 @@ def test_guard_keeps_grounded_sentences(copd: BundleResult) -> None:
     [
         ("Case HC-99999 had the same findings.", "not in the evidence"),
         ("Studies show that 70% of such patients improve.", "outside knowledge"),
-        ("Based on HC-00513 the patient should receive inhaled steroids.", "treatment"),
-        ("In {a}, 37% of patients were admitted.", "numbers"),
+        ("Based on {a} the patient should receive inhaled steroids.", "treatment"),
+        ("In {a}, 41.7% of patients had COPD with emphysema.", "numbers"),
         ("{a} suggests idiopathic pulmonary fibrosis as well.", "diagnoses not in the evidence"),
         ("Based on {a} the patient will die within a year.", "definitive"),
     ],
@@ -129,10 +129,15 @@ def test_verbatim_outcomes_are_history_not_advice(demo: Runtime) -> None:
 
 
 def test_confidence_rule(copd: BundleResult, demo: Runtime) -> None:
+    """The COPD scan's look-alikes are close, numerous and all COPD: high; the same bundle with a stricter
+    closeness threshold is low, though every look-alike still agrees with the AI (agreement alone is not enough)."""
     assert copd.bundle is not None
+    assert {c.diagnosis for c in copd.bundle.similarCases} == {"COPD with emphysema"}
     assert confidence_for(copd.bundle, demo.settings.ask) == "high"
     strict = demo.settings.ask.model_copy(update={"high_min_similarity": 0.99, "medium_min_similarity": 0.99})
     assert confidence_for(copd.bundle, strict) == "low"
+    few = demo.settings.ask.model_copy(update={"high_min_cases": len(copd.bundle.similarCases) + 1})
+    assert confidence_for(copd.bundle, few) == "medium"
 
 
 # -- the LLM path over real HTTP on loopback -----------------------------------

@@ -20,7 +20,7 @@ from core.llm.factory import make_llm
 from core.llm.models import ensure_default_model
 from core.runtime import Runtime, open_runtime
 from core.settings import REPO_ROOT
-from tests.conftest import make_settings, scan_of
+from tests.conftest import copy_data, make_settings, scan_of
 from tests.test_ask import _doctor, check_grounded
 
 pytest.importorskip("xllamacpp")
@@ -38,7 +38,7 @@ def llm_rt(demo_root, tmp_path_factory: pytest.TempPathFactory) -> tuple[Runtime
     import shutil
 
     root = tmp_path_factory.mktemp("askllm")
-    shutil.copytree(demo_root / "data", root / "data")
+    copy_data(demo_root / "data", root / "data")
     shutil.copytree(demo_root / "indexes", root / "indexes", symlinks=True)
     settings = make_settings(
         root,

@@ -2,9 +2,10 @@
 
 A doctor opens the COPD patient's newest scan, sees its image, changes the window
 (preset) and scrolls the series in the viewer component, compares with the prior scan in the
-second pane (window and relative slice linked), opens a similar case beside it, and finds a real
+second pane (window and relative slice linked), opens a similar case from its card beside the current
+image (its age band, sex, date and what drives the similarity on the card), finds a real
 multi-frame DICOM series (the ultrasound cine from pydicom's test files) on an
-abdomen scan, and imports a real DICOM file through the Import images page.
+abdomen scan, and imports a real DICOM file through the Import images page (it has similar cases at once).
 A patient sees their own image and no AI reading. Screenshots go to
 docs/screenshots/imaging/ (committed: docs/IMAGING.md shows them).
 """
@@ -122,6 +123,24 @@ def test_viewer_window_scroll_prior_and_neighbour(server: tuple[str, Path]) -> N
         expect(current).to_have_attribute("data-slice", "30")
         _shot(page, "04-real-dicom-cine.png")
 
+        # a similar case's card says who and when, and opens it beside the current image, window linked
+        card = page.locator("[class*='st-key-case-HC-']").first
+        expect(card).to_contain_text("imaged 20")  # the card's age band, sex, date and region line
+        expect(card).to_contain_text("Similar in")
+        card_id = re.search(r"HC-\d+", card.inner_text())
+        assert card_id is not None
+        card.get_by_role("button", name="Open beside current").click()
+        frame = page.frame_locator(".st-key-viewer iframe")
+        beside = frame.locator("[data-testid='viewport-beside']")
+        expect(beside).to_be_visible()
+        expect(frame.get_by_text(f"Similar case {card_id.group(0)}")).to_be_visible()
+        current = frame.locator("[data-testid='viewport-current']")
+        expect(beside).to_have_attribute("data-window", str(current.get_attribute("data-window")))
+        page.locator(".st-key-viewer").scroll_into_view_if_needed()
+        _shot(page, "05-similar-case-beside.png")
+        page.get_by_role("button", name="Close similar case", exact=False).click()
+        expect(page.frame_locator(".st-key-viewer iframe").locator("[data-testid='viewport-beside']")).to_have_count(0)
+
         # a similar case's thumbnail opens beside the current image
         thumbs = page.locator(".st-key-neighbour-thumbs")
         expect(thumbs.locator("img").first).to_be_visible()
@@ -144,12 +163,13 @@ def test_viewer_window_scroll_prior_and_neighbour(server: tuple[str, Path]) -> N
         page.get_by_role("option", name="abdomen", exact=True).click()
         page.get_by_role("button", name="Import").click()
         expect(page.get_by_text("Imported 1 file(s) as 1 scan(s).")).to_be_visible()
-        expect(page.get_by_text("no embedding", exact=False)).to_be_visible()
+        expect(page.get_by_text("similar cases are available", exact=False)).to_be_visible()
         _shot(page, "06-import-page.png")
         page.get_by_role("link", name="Open the abdomen scan", exact=False).click()
         _viewer(page)
         expect(page.get_by_role("combobox", name="Patient")).to_have_value(re.compile(r"^Imported patient [0-9A-F]{6}$"))
         expect(page.get_by_text("Awaiting AI reading").first).to_be_visible()
+        expect(page.locator("[class*='st-key-case-HC-']").first).to_be_visible()  # look-alikes at once, from pixels
 
         # a patient sees their own image, no AI reading
         page.get_by_role("button", name="Log out").click()

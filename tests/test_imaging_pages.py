@@ -34,9 +34,12 @@ def test_seed_attaches_demo_images_to_every_scan_and_case(demo: Runtime) -> None
         kinds = set(s.scalars(select(ImageSeries.kind)).all())
     assert with_images == len(scans) and case_series == n_cases
     assert kinds == {"demo-synthetic", "demo-dicom"}
-    # the phantom files are shared: a few dozen files serve every case
+    # every case has its own image, embedded from its pixels with the index's encoder
     store = ImageStore.from_settings(demo.settings)
-    assert len(list((store.root / "objects").rglob("*.npy"))) < 40
+    assert len(list((store.root / "objects").rglob("*.npy"))) >= n_cases
+    with demo.db.read_only() as s:
+        encoders = set(s.scalars(select(ImageSeries.encoder_id).where(ImageSeries.case_id.is_not(None))).all())
+    assert encoders == {demo.case_search.index.manifest["encoder_id"]}
     # a real DICOM series from pydicom's wheel on the brain scans, de-identified
     with demo.db.read_only() as s:
         brain_scan = s.scalar(select(Scan.id).where(Scan.anatomy == "brain").limit(1))

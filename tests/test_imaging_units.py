@@ -14,7 +14,8 @@ from PIL import Image
 from core.errors import ConfigError, EmbeddingError, ImageRejectedError
 from core.imaging.anatomy import anatomy_for
 from core.imaging.deid import Deidentifier, burned_in, identity_hmac
-from core.imaging.encoders import DemoPixelEncoder, LocalModelEncoder, make_image_encoder
+from core.imaging.encoders import LocalModelEncoder, make_image_encoder
+from core.imaging.radiomics import RadiomicsEncoder
 from core.imaging.render import PRESETS, Renderer, apply_window, auto_window, render_png
 from core.imaging.store import ImageStore
 from tests.conftest import make_settings
@@ -130,11 +131,15 @@ def test_renderer_caches_per_frame_and_window(tmp_path: Path) -> None:
     assert r.frame(digest, 99).shape == (64, 64)  # clamped to the last slice
 
 
-def test_demo_encoder_is_labelled_and_deterministic(tmp_path: Path) -> None:
-    img = np.random.default_rng(1).normal(0, 1, (50, 60))
-    v1, v2 = DemoPixelEncoder().encode(img), DemoPixelEncoder().encode(img)
+def test_radiomics_encoder_is_deterministic_and_reads_only_pixels(tmp_path: Path) -> None:
+    img = np.random.default_rng(1).normal(0, 1, (50, 60)) + np.eye(50, 60) * 5
+    enc = make_image_encoder(make_settings(tmp_path))
+    assert isinstance(enc, RadiomicsEncoder) and enc.encoder_id.startswith("radiomics-skimage-v1(")
+    v1, v2 = enc.encode(img), RadiomicsEncoder().encode(img.copy())
     assert v1.shape == (512,) and np.allclose(v1, v2) and abs(float(np.linalg.norm(v1)) - 1) < 1e-5
-    assert "demo" in DemoPixelEncoder.encoder_id and "not clinical" in DemoPixelEncoder.encoder_id
+    assert np.allclose(enc.encode(img * 3.0 + 100.0), v1, atol=1e-5)  # a linear rescale (units, window) changes nothing
+    assert float(enc.encode(img[:, ::-1]) @ v1) > 0.99 and float(enc.encode(img[::-1]) @ v1) > 0.99  # flips
+    assert float(enc.encode(np.random.default_rng(2).normal(0, 1, (50, 60))) @ v1) < float(v1 @ v1)
     assert make_image_encoder(make_settings(tmp_path, imaging={"encoder": "none"})) is None
 
 

@@ -21,6 +21,7 @@ from core.answer.lexicon import default_lexicon
 from core.answer.parts_answer import CARRIED, POINTER_HEAD, PREDICTION_CAVEAT, about_future, answer_part, pointer
 from core.answer.reader import QuestionReader, Reading
 from core.answer.understand import Intent, Understanding
+from core.cases.evidence import assess
 from core.config.ask import AskSettings
 from core.contracts import INSUFFICIENT_DATA, AskAnswer, BundleResult, ContextBundle
 
@@ -59,31 +60,8 @@ def out_of_scope_answer(in_scope: bool, conditions: Mapping[str, str]) -> AskAns
 
 
 def confidence_for(bundle: ContextBundle, settings: AskSettings) -> Literal["high", "medium", "low"]:
-    """The documented confidence rule over similarity, agreement and the AI confidence.
-
-    mean similarity of the similar cases, agreement = share of them whose diagnosis
-    equals the scan's AI diagnosis, and the AI confidence must all clear the
-    ``high_*`` thresholds for ``high``, the ``medium_*`` ones for ``medium``.
-    """
-    cases = bundle.similarCases
-    if not cases:
-        return "low"
-    mean_sim = sum(c.similarity for c in cases) / len(cases)
-    agree = sum(c.diagnosis.lower() == bundle.currentScan.diagnosis.lower() for c in cases) / len(cases)
-    ai = bundle.currentScan.confidence
-    if (
-        mean_sim >= settings.high_min_similarity
-        and agree >= settings.high_min_agreement
-        and ai >= settings.high_min_ai_confidence
-    ):
-        return "high"
-    if (
-        mean_sim >= settings.medium_min_similarity
-        and agree >= settings.medium_min_agreement
-        and ai >= settings.medium_min_ai_confidence
-    ):
-        return "medium"
-    return "low"
+    """The evidence-based confidence level (:func:`core.cases.evidence.assess`): never agreement alone."""
+    return assess(bundle, settings).level
 
 
 def _pct(x: float) -> str:
@@ -186,7 +164,7 @@ def _body(u: Understanding, f: AnswerFacts) -> list[str]:
             f"These {f.n} cases are the {f.anatomy} cases nearest to this scan by imaging similarity{where}: {span} "
             f"({', '.join(f'{c.case_id} {_pct(c.similarity)}' for c in f.cases)}).",
             f"{f.agreement()} of {f.n} share the AI reading of {f.ai_diagnosis}.",
-            "Similarity is computed from the images alone, not from reports or outcomes.",
+            f.basis or "Similarity is the closeness of the imaging embeddings; it does not read reports or outcomes.",
         ]
     if u.intent == "differential":
         return [f"Diagnoses among the {f.n} most similar {f.anatomy} cases: {_spread(f.by_diagnosis())}.",

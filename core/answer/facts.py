@@ -70,6 +70,7 @@ class AnswerFacts:
     priors: tuple[PriorFact, ...]
     past_conditions: tuple[str, ...] = ()
     counts: dict[str, EventCount] = field(default_factory=dict)
+    basis: str = ""  # what the similarity measures (core.cases.evidence.basis_sentence)
 
     @property
     def ids(self) -> list[str]:
@@ -196,4 +197,5 @@ def bundle_facts(result: BundleResult, max_cases: int) -> AnswerFacts:
         cases=cases,
         priors=priors,
         past_conditions=tuple(bundle.patientContext.pastConditions),
+        basis=result.similarity_basis or "",
     )

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from sqlalchemy import select
 
+from core.cases.evidence import basis_sentence
 from core.cases.search import CaseSearch
 from core.contracts import (
     BundleResult,
@@ -78,8 +81,10 @@ def build_context_bundle(search: CaseSearch, scan_id: str) -> BundleResult:
         dates = [r.signed_at.date().isoformat() for r in reports if r.signed_at is not None]
         scan_day = scan.created_at.date()
         days = [max(0, (scan_day - r.signed_at.date()).days) for r in reports if r.signed_at is not None]
+    groups: Counter[str] = Counter(g for c in used for g in c.drivers[:1])
     return BundleResult(
         bundle=bundle,
+        similarity_basis=basis_sentence([g for g, _ in groups.most_common(2)]),
         case_ids=[c.caseId for c in used],
         severities=[c.severity for c in used],
         ages=[c.age for c in used],

@@ -1,4 +1,4 @@
-"""Sub-commands for the case memory bank: seed-demo, scans, similar, bundle, import-cases, index."""
+"""Sub-commands for the case memory bank: seed-demo, scans, similar, bundle, import-cases, reembed, index."""
 
 from __future__ import annotations
 
@@ -112,6 +112,21 @@ def _index(args: argparse.Namespace) -> int:
     return 0
 
 
+def _reembed(args: argparse.Namespace) -> int:
+    from core.cases.reembed import reembed
+    from core.imaging.encoders import make_image_encoder
+
+    rt = _runtime(args)
+    encoder = make_image_encoder(rt.settings)
+    if encoder is None:
+        print("imaging.encoder is none: nothing to embed with", file=sys.stderr)
+        return 2
+    summary = reembed(rt.settings, rt.db, encoder, progress=lambda m: print(m, file=sys.stderr))
+    rt.case_search.refresh()
+    emit(summary.__dict__, args.json)
+    return 0
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the case commands to the top-level parser."""
     p = sub.add_parser("seed-demo", help="Fill an empty database with the deterministic demo data.")
@@ -137,6 +152,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("paths", nargs="+")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_import)
+
+    p = sub.add_parser("reembed", help="Re-embed every case and scan from its image with imaging.encoder.")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_reembed)
 
     p = sub.add_parser("index", help="Show or rebuild the similar-case index.")
     p.add_argument("action", choices=["status", "rebuild"])

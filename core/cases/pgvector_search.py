@@ -35,6 +35,7 @@ from sqlalchemy.orm import Session
 from core.cases.index import CaseIndex, group_key
 from core.cases.search import CaseSearch, table_checksum
 from core.errors import IndexStateError
+from core.imaging.encoders import index_encoder_id
 from core.settings import Settings
 from core.store.db import Database
 
@@ -146,12 +147,13 @@ class PgVectorSearch(CaseSearch):
 
     def _sync(self, *, full: bool) -> PgCaseIndex:
         p = self.settings.search
+        encoder_id = index_encoder_id(self.settings)
         name = hnsw_index_name(p.hnsw_m, p.hnsw_ef_construction)
         started = time.monotonic()
         with self.db.session() as s:
             s.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _SYNC_LOCK})
             meta = {str(k): str(v) for k, v in s.execute(text("SELECT key, value FROM case_embeddings_meta"))}
-            if meta.get("encoder_id", p.encoder_id) != p.encoder_id:
+            if meta.get("encoder_id", encoder_id) != encoder_id:
                 log.warning("Case vectors were built for encoder %r; rebuilding", meta["encoder_id"])
                 full = True
             if full:
@@ -169,11 +171,11 @@ class PgVectorSearch(CaseSearch):
             self._ensure_hnsw(s, name)
             checksum = table_checksum(s)
             version = hashlib.sha256(
-                json.dumps([FORMAT, p.encoder_id, checksum, name], sort_keys=True).encode()
+                json.dumps([FORMAT, encoder_id, checksum, name], sort_keys=True).encode()
             ).hexdigest()[:16]
-            if meta.get("version") != version or meta.get("encoder_id") != p.encoder_id:
+            if meta.get("version") != version or meta.get("encoder_id") != encoder_id:
                 meta = {
-                    "encoder_id": p.encoder_id,
+                    "encoder_id": encoder_id,
                     "version": version,
                     "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 }

@@ -19,16 +19,18 @@ from pathlib import Path
 
 import faiss
 import numpy as np
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 from threadpoolctl import threadpool_limits
 
+from core.cases.evidence import drivers
 from core.cases.index import CaseIndex, IndexParams, build_index, case_dir
-from core.contracts import EmptyReason, SimilarCase, SimilarCasesResult
+from core.contracts import AWAITING_READING, EmptyReason, SimilarCase, SimilarCasesResult
 from core.errors import IndexStateError, NotFoundError
+from core.imaging.encoders import index_encoder_id
 from core.settings import Settings
 from core.store.db import Database
-from core.store.models import HistoricalCase, Scan
+from core.store.models import HistoricalCase, ImageSeries, Scan
 
 __all__ = ["CaseSearch", "cosine_to_similarity", "table_checksum"]
 
@@ -93,14 +95,13 @@ class CaseSearch:
             )
         ids = np.array([r[0] for r in rows], dtype=np.int64)
         vectors = np.stack([r[3] for r in rows])
-        p = self.settings.search
         path = build_index(
             self.root,
             ids,
             [r[1] for r in rows],
             [r[2] for r in rows],
             vectors,
-            encoder_id=p.encoder_id,
+            encoder_id=index_encoder_id(self.settings),
             table_checksum=checksum,
             params=self._build_params(),
         )
@@ -126,7 +127,7 @@ class CaseSearch:
         except IndexStateError as exc:
             log.warning("Case index unusable (%s); rebuilding", exc)
             return self.rebuild()
-        spec = {"encoder_id": self.settings.search.encoder_id, "params": asdict(self._build_params())}
+        spec = {"encoder_id": index_encoder_id(self.settings), "params": asdict(self._build_params())}
         try:
             if check_table:
                 with self.db.read_only() as s:
@@ -165,11 +166,12 @@ class CaseSearch:
             if scan is None:
                 raise NotFoundError(f"Unknown scan {scan_id!r}")
             anatomy, region, emb, conf = scan.anatomy, scan.region, scan.embedding, scan.ai_confidence
+            unread = scan.ai_diagnosis == AWAITING_READING
         if emb is None:
             return SimilarCasesResult(
                 cases=[], empty_reason=EmptyReason.NO_EMBEDDING, notice="This scan has no imaging embedding."
             )
-        if conf < self.settings.safety.min_scan_confidence:
+        if conf < self.settings.safety.min_scan_confidence and not unread:  # the gate is on readings; none yet here
             return SimilarCasesResult(
                 cases=[],
                 empty_reason=EmptyReason.LOW_CONFIDENCE,
@@ -222,11 +224,13 @@ class CaseSearch:
         h = HistoricalCase
         with self.db.read_only() as s:
             found = s.execute(
-                select(h.id, h.case_id, h.diagnosis, h.outcome, h.severity, h.region, h.age, h.sex).where(
+                select(h.id, h.case_id, h.diagnosis, h.outcome, h.severity, h.region, h.age, h.sex, h.embedding).where(
                     h.id.in_(ids.tolist())
                 )
             ).all()
+            dates = _imaged_on(s, [r.case_id for r in found])
         rows = {r.id: r for r in found}
+        encoder_id = index.manifest.get("encoder_id", "")
         cases = [
             SimilarCase(
                 caseId=rows[i].case_id,
@@ -237,10 +241,22 @@ class CaseSearch:
                 region=rows[i].region,
                 age=rows[i].age,
                 sex=rows[i].sex,
+                date=dates.get(rows[i].case_id),
+                drivers=drivers(encoder_id, emb, [np.asarray(rows[i].embedding)]),
             )
             for i, sc in zip(ids.tolist(), scores.tolist(), strict=True)
         ]
         return SimilarCasesResult(cases=cases, scope=scope, notice=notice, index_version=index.version)
+
+
+def _imaged_on(session: Session, case_ids: list[str]) -> dict[str, str]:
+    """The date each case's first image series was taken (demo cases carry a seeded study date)."""
+    rows = session.execute(
+        select(ImageSeries.case_id, func.min(ImageSeries.created_at))
+        .where(ImageSeries.case_id.in_(case_ids))
+        .group_by(ImageSeries.case_id)
+    ).all()
+    return {cid: when.date().isoformat() for cid, when in rows if cid is not None and when is not None}
 
 
 def index_root(settings: Settings) -> Path:

@@ -20,27 +20,37 @@ class AskSettings(Group):
         20, ge=1, description="Ask AI requests one doctor may make per minute, counted across every process."
     )
     rate_window_s: float = Field(60.0, gt=0, description="Length of the rate-limit window in seconds.")
+    # Confidence rests on evidence (core/cases/evidence.py, docs/ASK_AI.md): closeness, count over the floor,
+    # the spread of diagnoses among the look-alikes and the AI confidence; agreement with the AI only caps it.
     high_min_similarity: float = Field(
         0.75,
         ge=0,
         le=1,
-        description="Confidence `high` needs the cited cases' mean similarity at least this (0.75: about the median "
-        "same-diagnosis pair on the demo encoder).",
+        description="Confidence `high` needs the look-alikes' mean similarity at least this (0.75: about the median "
+        "same-diagnosis pair on the radiomics encoder).",
     )
-    high_min_agreement: float = Field(
+    high_min_cases: int = Field(
+        4, ge=1, description="Confidence `high` needs at least this many look-alikes over `safety.min_similarity`."
+    )
+    high_min_concentration: float = Field(
         0.8,
         ge=0,
         le=1,
-        description="Confidence `high` needs at least this share of similar cases to agree with the AI diagnosis.",
+        description="Confidence `high` needs the most common diagnosis among the look-alikes to hold at least this "
+        "share of them (low spread). It is not agreement with the AI: a look-alike majority for another diagnosis "
+        "caps the level at `medium`, and an AI diagnosis absent from the look-alikes makes it `low`.",
     )
     high_min_ai_confidence: float = Field(
         0.7, ge=0, le=1, description="Confidence `high` needs the scan's AI confidence at least this."
     )
     medium_min_similarity: float = Field(
-        0.5, ge=0, le=1, description="Confidence `medium` needs mean similarity at least this."
+        0.5, ge=0, le=1, description="Confidence `medium` needs the look-alikes' mean similarity at least this."
     )
-    medium_min_agreement: float = Field(
-        0.5, ge=0, le=1, description="Confidence `medium` needs agreement at least this."
+    medium_min_cases: int = Field(
+        2, ge=1, description="Confidence `medium` needs at least this many look-alikes over the similarity floor."
+    )
+    medium_min_concentration: float = Field(
+        0.4, ge=0, le=1, description="Confidence `medium` needs the most common diagnosis to hold at least this share."
     )
     medium_min_ai_confidence: float = Field(
         0.5, ge=0, le=1, description="Confidence `medium` needs the scan's AI confidence at least this."

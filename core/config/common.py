@@ -192,18 +192,18 @@ class SearchSettings(Group):
         1, ge=1, description="OpenMP threads for FAISS queries (1 is fastest for single queries)."
     )
     encoder_id: str = Field(
-        "demo-imaging-sim-v1",
-        description="Identifier of the upstream imaging encoder that produced scan and case embeddings. "
-        "Recorded in the index manifest; an index built for another encoder is rebuilt, never reused.",
+        "auto",
+        description="Image encoder the case index is built for, recorded in its manifest (an index built for "
+        "another encoder is rebuilt, never reused). `auto`: the id of the configured `imaging.encoder`.",
     )
     prior_reports: int = Field(3, ge=0, description="Most recent signed prior reports placed in a context bundle.")
-    # Calibrated on the demo encoder (docs/SIMILARITY.md): same-diagnosis pairs have cosine 0.59-0.78 (5th-95th
-    # percentile), different-diagnosis pairs of the same anatomy 0.17-0.45.
+    # Calibrated on the radiomics encoder over the demo images (docs/SIMILARITY.md): within one anatomy,
+    # different-diagnosis pairs have median cosine 0.87, same-diagnosis pairs 0.97.
     similarity_cos_zero: float = Field(
-        0.2, ge=-1, lt=1, description="Cosine shown as similarity 0 (the display scale is linear from here)."
+        0.85, ge=-1, lt=1, description="Cosine shown as similarity 0 (the display scale is linear from here)."
     )
     similarity_cos_one: float = Field(
-        0.9, gt=-1, le=1, description="Cosine shown as similarity 1; higher cosines are shown as 1."
+        1.0, gt=-1, le=1, description="Cosine shown as similarity 1; higher cosines are shown as 1."
     )
 
 
@@ -218,7 +218,7 @@ class SafetySettings(Group):
         ge=0,
         le=1,
         description="Similar cases below this displayed similarity (0..1, see docs/SIMILARITY.md) are not used as "
-        "evidence; 0.3 is cosine 0.41, about the 90th percentile of different-diagnosis pairs on the demo encoder.",
+        "evidence; 0.3 is cosine 0.895 on the radiomics encoder, above about 60% of different-diagnosis pairs.",
     )
 
 
@@ -227,13 +227,6 @@ class DemoSettings(Group):
 
     seed: int = Field(20261122, description="Random seed; the same seed gives byte-identical demo data.")
     n_cases: int = Field(5000, ge=100, description="Historical cases generated.")
-    noise: float = Field(
-        0.55,
-        ge=0,
-        description="Standard deviation (relative to the unit vector) of the per-case noise added by the "
-        "simulated imaging encoder; larger means neighbours mix more.",
-    )
-    encoder_seed: int = Field(512, description="Seed of the fixed random projection (384-d text -> 512-d).")
 
 
 class UISettings(Group):

@@ -58,11 +58,13 @@ class ImagingSettings(Group):
         description="Most pixel data, in MB, one series sends to the browser viewer at once (every frame, so "
         "scrolling never waits); a larger series is thinned to every k-th frame and says so.",
     )
-    encoder: Literal["demo", "none", "local"] = Field(
-        "demo",
-        description="Image encoder for imported scans. `demo`: a fixed random projection of a 32x32 thumbnail "
-        "(not clinically meaningful; says so); `none`: no embedding; `local`: the TorchScript or ONNX file in "
-        "`encoder_model_path`. A scan gets the vector only when the encoder id equals `search.encoder_id`.",
+    encoder: Literal["radiomics", "none", "local"] = Field(
+        "radiomics",
+        description="Image encoder for imported scans, demo scans and historical cases. `radiomics`: intensity, "
+        "texture (GLCM, LBP) and shape features computed from the pixels with scikit-image, projected to 512-d "
+        "(offline, no weights; docs/SIMILARITY.md); `none`: no embedding; `local`: the TorchScript or ONNX file in "
+        "`encoder_model_path`. A scan gets the vector only when the encoder id is the case index's "
+        "(`search.encoder_id`).",
     )
     encoder_model_path: Path | None = Field(
         None, description="TorchScript (.pt/.ts) or ONNX (.onnx) image encoder file; never downloaded."

@@ -10,25 +10,8 @@ from core.demo.catalog_body import CONDITIONS as _BODY
 from core.demo.catalog_thorax_neuro import CONDITIONS as _THORAX_NEURO
 from core.demo.condition import REGIONS, Condition
 
-__all__ = ["CATALOG", "REGIONS", "Condition", "describe"]
-
-MODALITY = {
-    "lung": "chest CT",
-    "brain": "brain MRI",
-    "spine": "spine MRI",
-    "eye": "retinal imaging",
-    "breast": "mammography",
-    "abdomen": "abdominal CT",
-    "skin": "dermoscopy",
-    "pathology": "digital pathology slide",
-}
+__all__ = ["CATALOG", "REGIONS", "Condition"]
 
 # In this order (lung first) the seeded demo data stays as it always was.
 CATALOG: tuple[Condition, ...] = (*_THORAX_NEURO, *_BODY)
 
-
-def describe(anatomy: str, region: str | None, diagnosis: str, severity: str | None, findings: str) -> str:
-    """The text the simulated imaging encoder embeds for a case or a scan."""
-    where = (region or anatomy).replace("_", " ")
-    sev = f", {severity} severity" if severity else ""
-    return f"{MODALITY[anatomy]}, {where}: {diagnosis}{sev}. {findings}."

@@ -177,6 +177,22 @@ CONDITIONS: tuple[Condition, ...] = (
     ),
     Condition(
         "brain",
+        "Brain abscess",
+        "ring-enhancing lesion with a smooth thin wall, restricted diffusion in the centre and oedema",
+        ("frontal_lobe", "temporal_lobe", "parietal_lobe"),
+        (0.0, 0.3, 0.5, 0.2),
+        outcomes(
+            (),
+            ("Recovered after drainage and antibiotics",),
+            ("Recovered after drainage and antibiotics", "Recovered with residual seizures"),
+            ("Recovered after intensive care stay", "Died during admission"),
+        ),
+        (20, 75),
+        0.5,
+        0.6,
+    ),
+    Condition(
+        "brain",
         "Meningioma",
         "extra-axial dural-based enhancing mass",
         ("frontal_lobe", "parietal_lobe", "occipital_lobe"),

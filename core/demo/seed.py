@@ -20,15 +20,17 @@ from sqlalchemy import func, select
 from sqlalchemy import text as sql
 
 from core import audit
-from core.demo.catalog import CATALOG, Condition, describe
-from core.demo.encoder import DemoImagingEncoder
+from core.demo.catalog import CATALOG
+from core.demo.images import case_images, demo_encoder, scan_image
 from core.demo.patients import DEMO_DOCTORS, DEMO_PASSWORD, DEMO_PATIENTS
-from core.embed import Embedder, make_embedder
+from core.imaging.demo import DemoImage, attach_demo_images
+from core.imaging.encoders import ImageEncoder
+from core.imaging.store import ImageStore, StagedImport
 from core.settings import Settings
 from core.store.db import Database
 from core.store.models import SEVERITIES, HistoricalCase, PatientContext, Report, Scan, User
 
-__all__ = ["DEMO_DATE", "SeedSummary", "build_encoder", "generate_cases", "scan_id_for", "seed_demo"]
+__all__ = ["DEMO_DATE", "SeedSummary", "case_rows", "scan_id_for", "seed_demo"]
 
 log = logging.getLogger(__name__)
 DEMO_DATE = dt.datetime(2026, 11, 1, 9, 0, tzinfo=dt.UTC)
@@ -56,39 +58,13 @@ class SeedSummary:
     message: str
 
 
-def catalogue_texts() -> list[str]:
-    """Every description the demo can produce (fixes the encoder's centring mean)."""
-    texts = []
-    for cond in CATALOG:
-        for region in cond.regions:
-            for sev, w in zip(SEVERITIES, cond.severity_weights, strict=True):
-                if w > 0:
-                    texts.append(describe(cond.anatomy, region, cond.diagnosis, sev, cond.findings))
-    return texts
-
-
-def build_encoder(settings: Settings, embedder: Embedder | None = None) -> DemoImagingEncoder:
-    """The simulated imaging encoder configured by ``settings.demo``."""
-    return DemoImagingEncoder(
-        embedder or make_embedder(settings.embed),
-        catalogue_texts(),
-        seed=settings.demo.encoder_seed,
-        noise=settings.demo.noise,
-    )
-
-
-def _condition(diagnosis: str) -> Condition:
-    return next(c for c in CATALOG if c.diagnosis == diagnosis)
-
-
-def generate_cases(settings: Settings, encoder: DemoImagingEncoder) -> list[HistoricalCase]:
-    """``settings.demo.n_cases`` historical cases, identical for identical settings."""
+def case_rows(settings: Settings) -> list[dict[str, object]]:
+    """``settings.demo.n_cases`` historical case rows (no embedding yet), identical for identical settings."""
     rng = np.random.default_rng(settings.demo.seed)
     anatomies = list(ANATOMY_WEIGHTS)
     a_p = np.array([ANATOMY_WEIGHTS[a] for a in anatomies])
     by_anatomy = {a: [c for c in CATALOG if c.anatomy == a] for a in anatomies}
     rows: list[dict[str, object]] = []
-    texts: list[str] = []
     for i in range(settings.demo.n_cases):
         anatomy = anatomies[rng.choice(len(anatomies), p=a_p / a_p.sum())]
         conds = by_anatomy[anatomy]
@@ -113,9 +89,7 @@ def generate_cases(settings: Settings, encoder: DemoImagingEncoder) -> list[Hist
                 sex=sex,
             )
         )
-        texts.append(describe(anatomy, region, cond.diagnosis, severity, cond.findings))
-    vectors = encoder.encode(texts, noise_keys=range(len(texts)))
-    return [HistoricalCase(id=i + 1, embedding=vectors[i], **row) for i, row in enumerate(rows)]
+    return rows
 
 
 def scan_id_for(seed: int, username: str, key: str) -> str:
@@ -127,22 +101,43 @@ def _hash(password: str) -> str:
     return bcrypt.hashpw(password.encode(), bcrypt.gensalt(rounds=10)).decode()
 
 
-def seed_demo(
-    settings: Settings, db: Database, *, progress: Progress | None = None, embedder: Embedder | None = None
-) -> SeedSummary:
-    """Fill an empty database with the demo data set; leave a non-empty one untouched."""
+def seed_demo(settings: Settings, db: Database, *, progress: Progress | None = None) -> SeedSummary:
+    """Fill an empty database with the demo data set; leave a non-empty one untouched.
+
+    Every embedding (cases and scans) is computed from the demo images' pixels by the image encoder.
+    """
     say = progress or (lambda msg: log.info(msg))
     db.migrate()
     with db.session() as s:
         existing = s.scalar(select(func.count()).select_from(User)) or 0
     if existing:
         return SeedSummary(False, existing, 0, 0, "Database already holds users; demo data not added.")
-    say("Embedding the demo catalogue")
-    encoder = build_encoder(settings, embedder)
-    say(f"Generating {settings.demo.n_cases} historical cases")
-    cases = generate_cases(settings, encoder)
+    encoder = demo_encoder(settings)
+    staged = ImageStore.from_settings(settings).stage()
+    try:
+        rows = case_rows(settings)
+        say(f"Drawing and embedding {len(rows)} historical case images ({encoder.encoder_id})")
+        images = case_images(settings, encoder, staged, rows, DEMO_DATE, say)
+        cases = [
+            HistoricalCase(id=i + 1, embedding=images[str(row["case_id"])].embedding, **row)
+            for i, row in enumerate(rows)
+        ]
+        n_scans, scan_imgs = _seed_people(settings, db, encoder, staged, cases)
+    except BaseException:
+        staged.discard()
+        raise
+    attach_demo_images(settings, db, staged, scan_imgs, images, progress=say)
+    users = len(DEMO_DOCTORS) + len(DEMO_PATIENTS)
+    return SeedSummary(True, users, n_scans, len(cases), f"Seeded {users} users, {n_scans} scans, {len(cases)} cases.")
+
+
+def _seed_people(
+    settings: Settings, db: Database, encoder: ImageEncoder, staged: StagedImport, cases: list[HistoricalCase]
+) -> tuple[int, dict[str, DemoImage]]:
+    """Users, patients, their scans (embedded from their rendered images), signed reports and the cases."""
     pw = _hash(DEMO_PASSWORD)
     n_scans = 0
+    scan_imgs: dict[str, DemoImage] = {}
     with db.session() as s:
         doctors = [User(username=u, display_name=n, role="doctor", password_hash=pw) for u, n in DEMO_DOCTORS]
         s.add_all(doctors)
@@ -153,22 +148,27 @@ def seed_demo(
             s.add(user)
             s.flush()
             for s_idx, sc in enumerate(p.scans):
-                cond = _condition(sc.diagnosis)
-                text = describe(sc.anatomy, sc.region, sc.diagnosis, sc.severity, cond.findings)
-                emb = (
-                    encoder.encode([text], noise_keys=[1_000_000 + p_idx * 100 + s_idx])[0]
-                    if sc.has_embedding
-                    else None
+                sid = scan_id_for(settings.demo.seed, p.username, sc.key)
+                img = scan_image(
+                    settings,
+                    encoder,
+                    staged,
+                    sc.anatomy,
+                    sc.diagnosis,
+                    sc.severity,
+                    p_idx * 100 + s_idx,
+                    sc.has_embedding,
                 )
+                scan_imgs[sid] = img
                 created = DEMO_DATE - dt.timedelta(days=sc.days_ago)
                 scan = Scan(
-                    id=scan_id_for(settings.demo.seed, p.username, sc.key),
+                    id=sid,
                     patient_id=user.id,
                     anatomy=sc.anatomy,
                     region=sc.region,
                     ai_diagnosis=sc.diagnosis,
                     ai_confidence=sc.confidence,
-                    embedding=emb,
+                    embedding=img.embedding,
                     created_at=created,
                 )
                 s.add(scan)
@@ -190,7 +190,6 @@ def seed_demo(
                         s, audit.REPORT_SEAL, report.author_id, scan.id, report_id=report.id,
                         content_hash=report.content_hash, via="demo-seed",
                     )  # fmt: skip
-        say("Writing historical cases")
         s.add_all(cases)
         if s.bind is not None and s.bind.dialect.name == "postgresql":
             # Cases carry explicit ids; move the serial past them so later imports do not collide.
@@ -201,8 +200,4 @@ def seed_demo(
                     "(SELECT max(id) FROM historical_cases))"
                 )
             )
-    from core.imaging.demo import attach_demo_images  # lazy: pydicom loads only when seeding
-
-    attach_demo_images(settings, db, progress=say)
-    users = len(DEMO_DOCTORS) + len(DEMO_PATIENTS)
-    return SeedSummary(True, users, n_scans, len(cases), f"Seeded {users} users, {n_scans} scans, {len(cases)} cases.")
+    return n_scans, scan_imgs

@@ -45,12 +45,27 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _demo_images(args: argparse.Namespace) -> int:
-    from core.imaging.demo import attach_demo_images
+    from sqlalchemy import func, select
+
     from core.runtime import open_runtime
+    from core.store.models import ImageSeries
 
     rt = open_runtime(settings_from_args(args))
-    added = attach_demo_images(rt.settings, rt.db, progress=lambda m: print(m, file=sys.stderr))
-    emit({"series_added": added, "note": "demo data, not for clinical use"}, args.json)
+    with rt.db.read_only() as s:
+        embedded = s.scalar(
+            select(func.count()).select_from(ImageSeries).where(
+                ImageSeries.case_id.is_not(None), ImageSeries.encoder_id.is_not(None)
+            )
+        )
+    if not embedded:  # seeded before demo images were embedded from their pixels: the vectors came from text
+        print(
+            "This demo database predates pixel embeddings: its case vectors were derived from text. "
+            "Move the data folder away and run `python -m core setup` to seed it again.",
+            file=sys.stderr,
+        )
+        return 2
+    emit({"series_added": 0, "note": "demo images are attached by seed-demo; demo data, not for clinical use"},
+         args.json)
     return 0
 
 
@@ -72,7 +87,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=_import)
     p = sub.add_parser(
         "demo-images",
-        help="Attach the demo images to a demo database seeded before images existed (idempotent).",
+        help="Check that the demo database's images carry pixel embeddings (seed-demo attaches them).",
     )
     p.add_argument("--json", action="store_true", help="Print the result as JSON.")
     p.set_defaults(func=_demo_images)

@@ -4,37 +4,37 @@
   real test images (a 512x512 head CT slice, a 30-frame ultrasound cine). They
   are read from the installed package at run time (never copied into this
   repository), de-identified like any import, and attached as an extra series.
-- Every other image is a synthetic rendering from :mod:`core.imaging.phantoms`,
-  labelled as such in its series label and in its pixels.
+- Every other image is a synthetic rendering from :mod:`core.demo.looks`
+  (drawn by :mod:`core.demo.images` while seeding), labelled as such in its series label.
 
-Every demo scan gets its anatomy's phantom (variant by position, so a patient's
-prior differs from the current scan); every historical case gets a thumbnail
-series pointing at one of the shared phantom files (variant by diagnosis, so
-cases of one diagnosis look alike). Content addressing stores each file once.
+Every demo scan gets its own study (a volume, or one photograph) and every
+historical case its own 128x128 image; the embedding of each was computed from
+those pixels and is kept on the series with the encoder's id.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import logging
 import warnings
-import zlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from sqlalchemy import func, insert, select, text
 
 from core.errors import ImageRejectedError
 from core.imaging.burnedin import scrub_burned_in
 from core.imaging.deid import Deidentifier
 from core.imaging.dicomio import decode_pixels, read_dicom
-from core.imaging.phantoms import synthetic
-from core.imaging.store import ImageStore, StagedImport
+from core.imaging.store import StagedImport
 from core.settings import Settings
 from core.store.db import Database
-from core.store.models import HistoricalCase, ImageInstance, ImageSeries, Scan
+from core.store.models import ImageInstance, ImageSeries, Scan, utcnow
 
-__all__ = ["REAL_DEMO_FILES", "attach_demo_images"]
+__all__ = ["REAL_DEMO_FILES", "DemoImage", "attach_demo_images"]
 
 log = logging.getLogger(__name__)
 # anatomy -> (pydicom test file, what it is); read from the installed wheel at run time
@@ -47,23 +47,43 @@ REAL_DEMO_FILES = {
         "demonstrate multi-frame scrolling (de-identified on import)",
     ),
 }
-VARIANTS = 3
 _DEMO_SEED = "casebook-demo-images"
+MODALITY = {
+    "lung": "CT",
+    "brain": "CT",
+    "abdomen": "CT",
+    "spine": "CT",
+    "breast": "MG",
+    "eye": "OP",
+    "skin": "XC",
+    "pathology": "SM",
+}
+WINDOW = {"lung": (-600.0, 1500.0), "brain": (40.0, 80.0), "abdomen": (40.0, 400.0), "spine": (400.0, 1800.0)}
+_LABEL = "Synthetic demo {} (drawn by Casebook; not a patient image)"
+_WHAT = {"CT": "CT volume", "MG": "mammogram", "OP": "fundus photograph", "XC": "dermoscopy photograph", "SM": "stained slide"}
 
 
-def _phantom_files(staged: StagedImport) -> dict[tuple[str, int], dict[str, Any]]:
-    out = {}
-    for anatomy in ("lung", "brain", "abdomen", "spine", "breast", "eye", "skin", "pathology"):
-        for variant in range(VARIANTS):
-            p = synthetic(anatomy, variant)
-            out[(anatomy, variant)] = {
-                "pixels": staged.add_frames(p.frames),
-                "modality": p.modality,
-                "window": p.window,
-                "label": p.label,
-                "shape": p.frames.shape,
-            }
-    return out
+@dataclass(frozen=True)
+class DemoImage:
+    """A rendered demo image staged in the store, with the embedding computed from its pixels."""
+
+    anatomy: str
+    pixels: str
+    shape: tuple[int, ...]
+    embedding: np.ndarray | None
+    encoder_id: str | None
+    created_at: dt.datetime | None = None
+
+    def asset(self) -> dict[str, Any]:
+        """The series/instance fields of this image."""
+        modality = MODALITY[self.anatomy]
+        return {
+            "pixels": self.pixels,
+            "modality": modality,
+            "window": WINDOW.get(self.anatomy),
+            "label": _LABEL.format(_WHAT[modality]),
+            "shape": self.shape,
+        }
 
 
 def _real_file(anatomy: str, staged: StagedImport, settings: Settings) -> dict[str, Any] | None:
@@ -101,10 +121,14 @@ def _real_file(anatomy: str, staged: StagedImport, settings: Settings) -> dict[s
     }
 
 
-def _series_row(sid: int, asset: dict[str, Any], kind: str, **where: Any) -> dict[str, Any]:
+def _series_row(sid: int, asset: dict[str, Any], kind: str, img: DemoImage | None, **where: Any) -> dict[str, Any]:
     shape = asset["shape"]
     window = asset["window"]
+    extra: dict[str, Any] = {"embedding": None, "encoder_id": None, "created_at": utcnow()}  # same keys every row
+    if img is not None:
+        extra.update(embedding=img.embedding, encoder_id=img.encoder_id, created_at=img.created_at or utcnow())
     return {
+        **extra,
         "id": sid,
         "modality": asset["modality"],
         "kind": kind,
@@ -134,41 +158,42 @@ def _instance_row(iid: int, sid: int, asset: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def attach_demo_images(settings: Settings, db: Database, *, progress: Callable[[str], None] | None = None) -> int:
-    """Attach demo images to every demo scan and historical case without one; returns the series added."""
+def attach_demo_images(
+    settings: Settings,
+    db: Database,
+    staged: StagedImport,
+    scans: dict[str, DemoImage],
+    cases: dict[str, DemoImage],
+    *,
+    progress: Callable[[str], None] | None = None,
+) -> int:
+    """Write the series of the rendered demo images (and the packaged real DICOM) and publish them; returns series added.
+
+    ``staged`` already holds the rendered pixels; it is published here, or discarded on failure.
+    """
     say = progress or (lambda m: log.info(m))
-    store = ImageStore.from_settings(settings)
-    with db.read_only() as s:
-        if s.scalar(select(func.count()).select_from(ImageSeries).where(ImageSeries.kind.like("demo%"))):
-            return 0
-        scans = s.execute(
-            select(Scan.id, Scan.anatomy, Scan.patient_id).order_by(Scan.patient_id, Scan.created_at)
-        ).all()
-        cases = s.execute(select(HistoricalCase.case_id, HistoricalCase.anatomy, HistoricalCase.diagnosis)).all()
-        sid = int(s.scalar(select(func.max(ImageSeries.id))) or 0)
-        iid = int(s.scalar(select(func.max(ImageInstance.id))) or 0)
-    say("Drawing the demo images")
-    staged = store.stage()
     try:
-        assets = _phantom_files(staged)
+        with db.read_only() as s:
+            rows = s.execute(select(Scan.id, Scan.anatomy)).all()
+            sid = int(s.scalar(select(func.max(ImageSeries.id))) or 0)
+            iid = int(s.scalar(select(func.max(ImageInstance.id))) or 0)
         real = {a: _real_file(a, staged, settings) for a in REAL_DEMO_FILES}
         series: list[dict[str, Any]] = []
         instances: list[dict[str, Any]] = []
-        seen: dict[tuple[int, str], int] = {}
-        for scan_id, anatomy, patient in scans:
-            nth = seen[(patient, anatomy)] = seen.get((patient, anatomy), -1) + 1
-            picks = [(assets[(anatomy, nth % VARIANTS)], "demo-synthetic")]
-            extra = real.get(anatomy)
-            if extra is not None:
-                picks.append((extra, "demo-dicom"))
-            for asset, kind in picks:
+        for scan_id, anatomy in rows:
+            picks: list[tuple[dict[str, Any], str, DemoImage | None]] = []
+            if scan_id in scans:
+                picks.append((scans[scan_id].asset(), "demo-synthetic", scans[scan_id]))
+            if real.get(anatomy) is not None:
+                picks.append((real[anatomy], "demo-dicom", None))  # type: ignore[arg-type]
+            for asset, kind, img in picks:
                 sid, iid = sid + 1, iid + 1
-                series.append(_series_row(sid, asset, kind, scan_id=scan_id))
+                series.append(_series_row(sid, asset, kind, img, scan_id=scan_id))
                 instances.append(_instance_row(iid, sid, asset))
-        for case_id, anatomy, diagnosis in cases:
+        for case_id, img in cases.items():
             sid, iid = sid + 1, iid + 1
-            asset = assets[(anatomy, zlib.crc32(diagnosis.encode()) % VARIANTS)]
-            series.append(_series_row(sid, asset, "demo-synthetic", case_id=case_id))
+            asset = img.asset()
+            series.append(_series_row(sid, asset, "demo-synthetic", img, case_id=case_id))
             instances.append(_instance_row(iid, sid, asset))
         say(f"Attaching {len(series)} demo image series")
         with db.session() as s:

@@ -2,18 +2,20 @@
 
 ``imaging.encoder`` picks one:
 
-- ``demo`` (default): :class:`DemoPixelEncoder`, a fixed random projection of a
-  32x32 thumbnail. It exercises the pipeline and says it is not clinically
-  meaningful; its id differs from the case index's encoder, so an imported scan
-  keeps its vector on the series but gets no scan embedding.
+- ``radiomics`` (default): :class:`core.imaging.radiomics.RadiomicsEncoder`, intensity,
+  texture and shape features computed from the pixels with scikit-image, projected to
+  512-d; offline, no weights. The demo scans and historical cases are embedded with it
+  too, so an imported scan has similar cases at once.
 - ``local``: :class:`LocalModelEncoder`, a TorchScript or ONNX file the user
-  supplies, with its preprocessing declared in settings.
+  supplies, with its preprocessing declared in settings (``python -m core cases reembed``
+  re-embeds the historical cases from their images with it).
 - ``none``: no embedding.
 
-A scan's embedding is set only when the encoder's id equals
-``search.encoder_id`` (the id the case index was built with); otherwise the
-similar-case search answers with the contract's fixed "No comparable cases"
-result and the reason "no imaging embedding", and the import says why.
+A scan's embedding is set only when the encoder's id equals the case index's
+encoder (:func:`index_encoder_id`: ``search.encoder_id``, or with ``auto`` the
+configured encoder's own id); otherwise the similar-case search answers with the
+contract's fixed "No comparable cases" result and the reason "no imaging
+embedding", and the import says why. No encoder here ever reads text.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from core.imaging.render import auto_window, to_unit
 from core.settings import Settings
 from core.store.models import EMBEDDING_DIM, validate_embedding
 
-__all__ = ["DemoPixelEncoder", "ImageEncoder", "LocalModelEncoder", "embed_series", "make_image_encoder"]
+__all__ = ["ImageEncoder", "LocalModelEncoder", "embed_series", "index_encoder_id", "make_image_encoder"]
 
 
 @runtime_checkable
@@ -56,21 +58,6 @@ def _resize(grey: np.ndarray, size: int) -> np.ndarray:
 
     img = Image.fromarray((grey * 255).astype(np.uint8)).resize((size, size), Image.Resampling.BILINEAR)
     return np.asarray(img, dtype=np.float32) / 255.0
-
-
-class DemoPixelEncoder:
-    """DEMO ONLY: a seeded random projection of a 32x32 thumbnail; not clinically meaningful."""
-
-    encoder_id = "demo-pixel-projection-v1 (demo, not clinical)"
-
-    def __init__(self, seed: int = 512) -> None:
-        self._proj = np.random.default_rng(seed).standard_normal((32 * 32, EMBEDDING_DIM)).astype(np.float32)
-
-    def encode(self, image: np.ndarray) -> np.ndarray:
-        """A unit vector; similar-looking thumbnails land near each other, nothing more."""
-        small = _resize(_grey_unit(image), 32).reshape(-1)
-        vec = (small - small.mean()) @ self._proj
-        return _unit(vec)
 
 
 def _unit(vec: np.ndarray) -> np.ndarray:
@@ -133,8 +120,10 @@ def make_image_encoder(settings: Settings) -> ImageEncoder | None:
     s = settings.imaging
     if s.encoder == "none":
         return None
-    if s.encoder == "demo":
-        return DemoPixelEncoder()
+    if s.encoder == "radiomics":
+        from core.imaging.radiomics import RadiomicsEncoder
+
+        return RadiomicsEncoder()
     if s.encoder_model_path is None:
         raise ConfigError("imaging.encoder is 'local' but imaging.encoder_model_path is empty")
     return LocalModelEncoder(
@@ -145,6 +134,20 @@ def make_image_encoder(settings: Settings) -> ImageEncoder | None:
         std=s.encoder_std,
         version=s.encoder_version,
     )
+
+
+_IDS: dict[str, str] = {}
+
+
+def index_encoder_id(settings: Settings) -> str:
+    """The encoder id the case index is built for: ``search.encoder_id``, or the configured encoder's with ``auto``."""
+    if settings.search.encoder_id != "auto":
+        return settings.search.encoder_id
+    key = settings.imaging.model_dump_json() + str(settings.paths.resolve(settings.paths.data_dir))
+    if key not in _IDS:  # a local model is loaded once per process to read its id
+        enc = make_image_encoder(settings)
+        _IDS[key] = enc.encoder_id if enc is not None else "none"
+    return _IDS[key]
 
 
 def embed_series(encoder: ImageEncoder | None, settings: Settings, scans: list[Any]) -> str:
@@ -158,7 +161,8 @@ def embed_series(encoder: ImageEncoder | None, settings: Settings, scans: list[A
             "No image encoder is configured (imaging.encoder = none): the scans have no embedding, so "
             "similar-case search answers 'No comparable cases' for them."
         )
-    matches = encoder.encoder_id == settings.search.encoder_id
+    target = index_encoder_id(settings)
+    matches = encoder.encoder_id == target
     for scan, series, _person in scans:
         for out in series:
             if out.middle is None:
@@ -171,6 +175,6 @@ def embed_series(encoder: ImageEncoder | None, settings: Settings, scans: list[A
         return f"Embedded with {encoder.encoder_id}, the case index's encoder: similar cases are available."
     return (
         f"Embedded with {encoder.encoder_id}, kept with the series; the case index was built with "
-        f"{settings.search.encoder_id}, so the scans get no embedding and similar-case search answers "
+        f"{target}, so the scans get no embedding and similar-case search answers "
         "'No comparable cases' for them."
     )

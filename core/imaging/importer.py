@@ -33,6 +33,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from core import audit
+from core.contracts import AWAITING_READING
 from core.errors import CasebookError, ImageRejectedError, disk_full_as_error
 from core.imaging.burnedin import scrub_burned_in
 from core.imaging.deid import Deidentifier, identity_key
@@ -49,7 +50,6 @@ from core.store.models import ImageIdentityMap, ImageInstance, ImageSeries, Scan
 __all__ = ["ImportSummary", "ImportedScan", "LinkHook", "import_images"]
 
 log = logging.getLogger(__name__)
-AWAITING_READING = "Awaiting AI reading"
 IMAGE_IMPORT = "image.import"  # audit event
 # Called inside the commit transaction with (scan id, original Study Instance UID) per new scan: an
 # importer of another source (core.pacs) records its protected link in the same all-or-nothing write.
