@@ -246,6 +246,11 @@ class CaseSearch:
             )
             for i, sc in zip(ids.tolist(), scores.tolist(), strict=True)
         ]
+        floor = self.settings.safety.min_similarity
+        if cases and cases[0].similarity < floor:  # nearest is not near: say so rather than imply look-alikes
+            weak = (f"No case reaches the evidence floor (similarity {floor:.0%}): these are the nearest "
+                    "images in memory, not look-alikes, and Ask AI will not use them.")
+            notice = f"{notice} {weak}" if notice else weak
         return SimilarCasesResult(cases=cases, scope=scope, notice=notice, index_version=index.version)
 
 
