@@ -88,7 +88,7 @@ def case_cards(result: SimilarCasesResult) -> None:
             c2.progress(card.similarity, text=f"Similarity {card.similarity:.0%}")
             c2.caption(inert(card.why))
             c2.button(
-                "Open beside current",
+                "Open beside",
                 key=f"open-{case.caseId}",
                 icon="🔍",
                 on_click=_open_case,

@@ -110,6 +110,27 @@ def test_viewer_window_scroll_prior_and_neighbour(server: tuple[str, Path]) -> N
         page.get_by_role("button", name="Close prior scan").click()
         expect(page.frame_locator(".st-key-viewer iframe").locator("[data-testid='viewport-beside']")).to_have_count(0)
 
+        # a similar case's card says who and when, and opens it beside the current image in the same window
+        card = page.locator("[class*='st-key-case-HC-']").first
+        expect(card).to_contain_text("imaged 20")  # the card's age band, sex, date and region line
+        expect(card).to_contain_text("Similar in")
+        card_id = re.search(r"HC-\d+", card.inner_text())
+        assert card_id is not None
+        card.get_by_role("button", name="Open beside").click()
+        frame = page.frame_locator(".st-key-viewer iframe")
+        beside = frame.locator("[data-testid='viewport-beside']")
+        current = frame.locator("[data-testid='viewport-current']")
+        expect(beside).to_be_visible()
+        expect(frame.get_by_text(f"Similar case {card_id.group(0)}")).to_be_visible()
+        expect(beside).to_have_attribute("data-window", "W 1500 / L -600")  # the lung window, as the current scan's
+        frame.get_by_role("button", name="bone window", exact=False).click()  # one window for both
+        expect(beside).to_have_attribute("data-window", "W 1800 / L 400")
+        expect(current).to_have_attribute("data-window", "W 1800 / L 400")
+        page.locator(".st-key-viewer").scroll_into_view_if_needed()
+        _shot(page, "05-similar-case-beside.png")
+        page.get_by_role("button", name="Close similar case", exact=False).click()
+        expect(page.frame_locator(".st-key-viewer iframe").locator("[data-testid='viewport-beside']")).to_have_count(0)
+
         # a real multi-frame DICOM series (pydicom's ultrasound cine, attached to the demo lung scans)
         _settle(page)
         page.locator(".st-key-viewer [data-testid='stSelectbox']").click()
@@ -122,24 +143,6 @@ def test_viewer_window_scroll_prior_and_neighbour(server: tuple[str, Path]) -> N
         page.keyboard.press("End")
         expect(current).to_have_attribute("data-slice", "30")
         _shot(page, "04-real-dicom-cine.png")
-
-        # a similar case's card says who and when, and opens it beside the current image, window linked
-        card = page.locator("[class*='st-key-case-HC-']").first
-        expect(card).to_contain_text("imaged 20")  # the card's age band, sex, date and region line
-        expect(card).to_contain_text("Similar in")
-        card_id = re.search(r"HC-\d+", card.inner_text())
-        assert card_id is not None
-        card.get_by_role("button", name="Open beside current").click()
-        frame = page.frame_locator(".st-key-viewer iframe")
-        beside = frame.locator("[data-testid='viewport-beside']")
-        expect(beside).to_be_visible()
-        expect(frame.get_by_text(f"Similar case {card_id.group(0)}")).to_be_visible()
-        current = frame.locator("[data-testid='viewport-current']")
-        expect(beside).to_have_attribute("data-window", str(current.get_attribute("data-window")))
-        page.locator(".st-key-viewer").scroll_into_view_if_needed()
-        _shot(page, "05-similar-case-beside.png")
-        page.get_by_role("button", name="Close similar case", exact=False).click()
-        expect(page.frame_locator(".st-key-viewer iframe").locator("[data-testid='viewport-beside']")).to_have_count(0)
 
         # a similar case's thumbnail opens beside the current image
         thumbs = page.locator(".st-key-neighbour-thumbs")

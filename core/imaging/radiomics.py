@@ -50,11 +50,11 @@ _DISTANCES = (1, 2, 4)
 _BANDS = 8
 # group -> (what a doctor reads, weight); weights chosen so that no one group dominates the cosine
 GROUPS: dict[str, tuple[str, float]] = {
-    "intensity": ("intensity distribution (density histogram)", 1.0),
-    "glcm": ("texture (grey-level co-occurrence)", 1.0),
-    "lbp": ("fine texture (local binary patterns)", 0.8),
-    "spectrum": ("structure size (spatial frequencies)", 0.8),
-    "shape": ("shape of bright and dark regions (size, roundness, rings)", 1.2),
+    "intensity": ("intensity", 1.0),
+    "glcm": ("texture", 1.0),
+    "lbp": ("fine texture", 0.8),
+    "spectrum": ("structure size", 0.8),
+    "shape": ("shape (size, roundness, rings)", 1.2),
     "colour": ("colour", 0.8),
 }
 
