@@ -11,7 +11,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export PYTHONUNBUFFERED := 1
 
-.PHONY: setup prepare run test test-fast lint bench bench-pgvector bench-corpus browser-deps pg orthanc clean viewer
+.PHONY: setup prepare run serve test test-fast lint bench bench-pgvector bench-corpus browser-deps pg orthanc clean viewer
 
 setup: $(STAMP)
 
@@ -30,6 +30,10 @@ prepare: setup ocr-deps
 
 run: prepare
 	$(VENV)/bin/streamlit run app.py
+
+# the same app under Streamlit's ASGI server, with the session cookie HttpOnly (serve.py)
+serve: prepare
+	$(VENV)/bin/streamlit run serve.py
 
 lint: setup
 	$(VENV)/bin/ruff check .

@@ -10,6 +10,7 @@ and the index version. The URL carries only the opaque scan id.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import streamlit as st
 
 from core.auth import CurrentUser, ScanRow, visible_scans
+from core.session_grants import ENV_FLAG, issue
 from core.settings import Settings, load_settings
 from pages._text import inert
 
@@ -160,13 +162,25 @@ def resolve_user() -> CurrentUser | None:
 def sync_session_cookie() -> None:
     """Keep the browser's session cookie equal to this session's token (set after log-in, cleared after log-out).
 
-    Streamlit can read cookies (``st.context.cookies``) but not set them, so a
-    one-line script sets ``document.cookie``; it is a cookie, not a URL
+    Streamlit can read cookies (``st.context.cookies``) but not set them. Under ``serve.py``
+    the page POSTs a one-time grant to ``/api/session``, whose answer sets the cookie
+    HttpOnly (scripts never see the token); under ``streamlit run app.py`` a one-line script
+    sets ``document.cookie`` (not HttpOnly). Either way it is a cookie, not a URL
     parameter, so the token never lands in browser history or a shared link.
     """
     token = st.session_state.get(SESSION_KEY)
     if token == _cookie_token():
         return  # the browser sent this very cookie when the session opened
+    if os.environ.get(ENV_FLAG):  # under serve.py: a route sets it HttpOnly, the token never in the page
+        held = st.session_state.get("cookie_grant")
+        if held is None or held[0] != token:
+            max_age = int(get_runtime().settings.ui.session_max_lifetime_s)
+            held = st.session_state["cookie_grant"] = (token, issue(token or "", max_age))
+        script = ("<script>fetch('/api/session', {method: 'POST', credentials: 'same-origin', "
+                  "headers: {'X-Casebook-Grant': '" + held[1] + "'}});</script>")  # fmt: skip
+        with st.sidebar:
+            st.html(script, unsafe_allow_javascript=True)
+        return
     if token is not None:
         max_age = int(get_runtime().settings.ui.session_max_lifetime_s)
         value = f"{SESSION_COOKIE}={token}; path=/; max-age={max_age}; SameSite=Strict"

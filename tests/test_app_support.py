@@ -87,8 +87,8 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(root: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
-    """``streamlit run app.py`` on 127.0.0.1:``port`` over the database under ``root`` (test preset)."""
+def start_server(root: Path, port: int, log: Path, script: str = "app.py") -> subprocess.Popen[bytes]:
+    """``streamlit run app.py`` (or ``script``) on 127.0.0.1:``port`` over the database under ``root`` (test preset)."""
     env = dict(os.environ)
     env.update(
         CASEBOOK_PRESET="test",
@@ -102,7 +102,7 @@ def start_server(root: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
         "-m",
         "streamlit",
         "run",
-        str(REPO_ROOT / "app.py"),
+        str(REPO_ROOT / script),
         "--server.port",
         str(port),
         "--server.address",

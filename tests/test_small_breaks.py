@@ -284,3 +284,14 @@ def test_no_page_puts_a_file_on_the_media_endpoint() -> None:
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _MEDIA_CALLS:
                 found.append(f"{path.name}:{node.lineno}: {ast.unparse(node.func)}")
     assert not found, found
+
+
+def test_a_cookie_grant_is_used_once_and_expires() -> None:
+    from core.session_grants import issue, redeem
+
+    grant = issue("tok", 600, now=1000.0)
+    assert redeem("forged", now=1001.0) is None
+    assert redeem(grant, now=1001.0) == ("tok", 600)
+    assert redeem(grant, now=1002.0) is None  # spent
+    late = issue("tok", 600, now=2000.0)
+    assert redeem(late, now=2061.0) is None  # older than 60 s
