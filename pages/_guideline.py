@@ -9,7 +9,7 @@ import streamlit as st
 
 from core.errors import CasebookError
 from pages._shared import feature_limit, runtime_for, runtime_part, show_error
-from pages._text import inert
+from pages._text import inert, inert_badged
 
 if TYPE_CHECKING:
     from core.guideline.pipeline import GuidelineQA
@@ -83,7 +83,7 @@ def _origin(b: Bullet) -> str:
 
 
 def _bullet(i: int, b: Bullet, with_evidence: bool) -> None:
-    from core.guideline.present import source_line, split_tables, table_rows
+    from core.guideline.present import split_tables, table_rows
 
     rows = table_rows(b.text)
     if rows:
@@ -95,12 +95,12 @@ def _bullet(i: int, b: Bullet, with_evidence: bool) -> None:
         else:
             st.markdown((f"**{i:d}.** " if n == 0 else "") + inert(block.replace("\n", " ")))
     ref = f" · {b.evidence.ref.line()}" if b.evidence.ref is not None else ""  # title, issuer, year, section, page
-    st.caption(inert(_origin(b) + ref))  # every bullet says whose document it came from (issue 26) and where in it
+    st.caption(inert_badged(_origin(b) + ref, b.evidence.demo))  # every bullet says whose document it came from (issue 26) and where in it
     if b.other_population:
         st.caption(f"Evidence for {inert(b.population or 'another group')}, not the group asked about.")
     if with_evidence:
         st.markdown("> " + highlight(b.evidence.text, b.text))
-        st.caption(f"Source: {inert(source_line(b.evidence.source, b.evidence.demo))} · word overlap {b.overlap:.0%}")
+        st.caption(f"Source: {inert_badged(b.evidence.source, b.evidence.demo)} · word overlap {b.overlap:.0%}")
 
 
 def _chunk(text: str) -> None:
@@ -116,7 +116,6 @@ def _chunk(text: str) -> None:
 
 def show_result(result: QAResult) -> None:
     """An answer (a direct statement, one line per bullet, evidence behind a toggle), or the abstention card."""
-    from core.guideline.present import source_line
 
     label, colour = ROUTE_BADGE.get(result.route, (result.route, "gray"))
     st.badge(inert(label), color=colour)  # type: ignore[arg-type]
@@ -152,9 +151,10 @@ def show_result(result: QAResult) -> None:
                 st.warning(inert(d.line()), icon="⚖️")
             for i, b in enumerate(result.bullets, 1):
                 _bullet(i, b, st.session_state.get("guideline-evidence", False))
-            sources = list(dict.fromkeys(source_line(e.source, e.demo) for e in result.evidence))
+            sources = list(dict.fromkeys((e.source, e.demo) for e in result.evidence))
             st.caption(
-                "Source: " + (" · ".join(inert(x) for x in sources) if sources else "the label's list of sections")
+                "Source: "
+                + (" · ".join(inert_badged(x, demo) for x, demo in sources) if sources else "the label's list of sections")
             )
         st.toggle("Show the evidence behind each bullet", key="guideline-evidence")
         if result.patient_summary:
@@ -163,7 +163,7 @@ def show_result(result: QAResult) -> None:
         with st.expander(f"Evidence chunks ({len(result.evidence):d})"):
             for c in result.evidence:
                 st.markdown(
-                    f"**{inert(source_line(c.source, c.demo))}** · {inert(c.kb)} · confidence {c.confidence:.0%}"
+                    f"**{inert_badged(c.source, c.demo)}** · {inert(c.kb)} · confidence {c.confidence:.0%}"
                 )
                 _chunk(c.text)
     with st.expander("Trace (every step)"):

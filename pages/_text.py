@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 import string
 
-__all__ = ["inert"]
+__all__ = ["DEMO_BADGE", "inert", "inert_badged"]
 
 # , ; ? ' " % start no Markdown construct (a link title needs a bracket first): left readable
 _ESCAPES = {ord(ch): "\\" + ch for ch in string.punctuation if ch not in ",;?'\"%"}
@@ -52,3 +52,12 @@ def inert(text: object) -> str:
     raw = _AUTOLINK.sub(_unlink, str("" if text is None else text))
     raw = _INDENT.sub(lambda m: "\u00a0" * len(m.group(0)), raw)  # no-break spaces indent nothing
     return raw.translate(_ESCAPES)
+
+
+# The app's own badge for demo content (Markdown we wrote, so it stays live).
+DEMO_BADGE = " · :orange-badge[demo]"
+
+
+def inert_badged(text: object, demo: bool) -> str:
+    """``text`` made inert, followed by the demo badge when ``demo`` (a source name shown with its badge)."""
+    return inert(text) + (DEMO_BADGE if demo else "")

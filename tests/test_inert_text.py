@@ -31,7 +31,7 @@ RENDERING = {
     "subheader", "expander", "popover", "badge", "button", "page_link", "link_button", "download_button",
     "toggle", "checkbox", "metric", "form_submit_button",
 }  # fmt: skip
-INERT_BUILDERS = {"inert", "highlight"}  # highlight() escapes every piece with inert (tested below)
+INERT_BUILDERS = {"inert", "inert_badged", "highlight"}  # both escape every piece with inert (tested below)
 _SPEC_OK = re.compile(r"[dfeEgGn%xXob]$|%[A-Za-z]")  # a number's or a date's format: never a string
 PAGE_FILES = [*sorted((REPO_ROOT / "pages").glob("*.py")), REPO_ROOT / "app.py"]
 
@@ -218,6 +218,17 @@ def test_highlight_escapes_every_piece(snippet: str, bullet: str) -> None:
     rendered = re.sub(r":orange-background\[((?:\\.|[^\]\\])*)\]", r"\1", highlight(snippet, bullet))
     tags, _ = _shown(rendered)
     assert tags <= _ALLOWED_TAGS, (snippet, tags)
+
+
+@settings(max_examples=GENERATED // 4, deadline=None)
+@given(hostile, st.booleans())
+def test_a_badged_source_escapes_the_source(source: str, demo: bool) -> None:
+    from pages._text import DEMO_BADGE, inert_badged
+
+    rendered = inert_badged(source, demo)
+    assert rendered.endswith(DEMO_BADGE) == demo or (not demo and inert(source).endswith(DEMO_BADGE))
+    tags, _ = _shown(rendered.removesuffix(DEMO_BADGE) if demo else rendered)
+    assert tags <= _ALLOWED_TAGS, (source, tags)
 
 
 def test_the_pages_import_one_helper() -> None:
