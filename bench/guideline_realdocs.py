@@ -90,7 +90,7 @@ def _has(fact: str, text: str) -> bool:
 def _section_ok(want: str, got: str) -> bool:
     w, g = _norm(want), _norm(got)
     num = re.match(r"[\d.]+\d", want.strip())
-    return w == g or (bool(num) and g.startswith(num.group(0) + " ")) or (len(w) > 8 and (w in g or g in w))
+    return w == g or (num is not None and g.startswith(num.group(0) + " ")) or (len(w) > 8 and (w in g or g in w))
 
 
 def score(item: dict[str, Any], result: Any) -> dict[str, Any]:

@@ -27,7 +27,7 @@ st.caption(f"Imaging encoder: {inert(s.search.encoder_id)} · top_k {s.search.to
 st.subheader("Model time budgets")
 speed = speed_line(s)  # reads the persisted estimate first, so the table below uses it
 st.dataframe(budget_rows(s), hide_index=True, width="stretch")
-st.caption(speed)
+st.caption(inert(speed))  # our wording, but the figures come from a file on disk
 st.caption(
     f"Each call is stopped at its budget (capped by `llm.timeout_s` = {s.llm.timeout_s:g} s), and a Cancel stops "
     "it at once. The typical-call estimate (600-token prompt, 128-token answer) comes from the local model's own "

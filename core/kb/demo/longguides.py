@@ -13,6 +13,7 @@ Everything is deterministic: the same assets give the same Markdown, PDF and tex
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -211,7 +212,7 @@ def _detailed(n: int, drugs: list[dict[str, Any]], voice: str) -> list[str]:
                     f"{drug['name']} for {label}: {dose['mgkg']} mg/kg daily (range {dose['range']} mg/kg), maximum {dose['max']} mg.",
                     f"Table {n}.{i} {drug['name']} ({label}): dose by body weight",
                     _table(_dose_table(drug["name"], dose, bands, label,
-                                       lambda w, who=who: _dosing_weight(w, who, voice)))]  # fmt: skip
+                                       functools.partial(_dosing_weight, who=who, voice=voice)))]  # fmt: skip
     return out
 
 
