@@ -127,6 +127,7 @@ class OpenAIWireLLM:
         self.model = model
         self.settings = settings
         self.egress = egress or Egress()
+        self.egress.warm()  # the de-identifier's one-off build, outside any call's budget (issue 27)
 
     def _retrying(self, call: Callable[[], T]) -> T:
         s = self.settings
