@@ -19,6 +19,7 @@ Code catches the narrowest class it can handle; the CLI and the pages print
     ├── ConflictError                a stale draft edit or a concurrent amendment
     ├── AccessDeniedError            another doctor's draft, another patient's scan
     ├── IndexStateError              an index is missing, stale or corrupt
+    │   ├── MissingIndexError        a knowledge base that was never built (no index at all)
     │   └── EncoderMismatchError     queried with another encoder than the one that built it
     ├── DiskFullError                an index build ran out of room; the previous version serves
     ├── BackendError                 an LLM or embedding backend failed
@@ -67,6 +68,7 @@ __all__ = [
     "ImportRejectedError",
     "IndexStateError",
     "InvalidInputError",
+    "MissingIndexError",
     "NotFoundError",
     "PacsAuthError",
     "PacsError",
@@ -195,6 +197,10 @@ class IndexStateError(CasebookError):
     """An index is missing, stale, corrupt or built by a different encoder."""
 
     hint = "Rebuild it with `python -m core index rebuild` (or the Settings page)."
+
+
+class MissingIndexError(IndexStateError):
+    """A knowledge base with no index at all (never built), as opposed to a stale or damaged one."""
 
 
 class EncoderMismatchError(IndexStateError):

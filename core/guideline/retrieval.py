@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from core.config.guideline import GuidelineQASettings
+from core.errors import MissingIndexError
 from core.guideline.calibration import confidence, model_confidence, retrieval_features
 from core.guideline.compose import asked_populations
 from core.guideline.constraints import (
@@ -53,7 +54,11 @@ def _one_kb(
 ) -> tuple[list[Candidate], str]:  # fmt: skip
     """Surviving candidates of one KB, and the reason when none survive."""
     query = expand_query(question, cfg)
-    hits = retriever.search(query, kb=kb, top_k=cfg.candidates, mode=cfg.search_mode)
+    try:
+        hits = retriever.search(query, kb=kb, top_k=cfg.candidates, mode=cfg.search_mode)
+    except MissingIndexError:  # a KB never built (a space-only install, a test): it covers nothing; damage still raises
+        trace.add("retrieve", after=[], kb=kb, missing=True)
+        return [], f"knowledge base {kb!r} is not built"
     top_bm25 = max((h.score for h in hits), default=0.0)
     cands = [Candidate(h, relevance(h, cfg.search_mode, rrf_k, top_bm25), 0.0) for h in hits]
     trace.add("retrieve", after=_ids(cands), kb=kb, mode=cfg.search_mode, query=query,

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from core.config.kb import KBSettings
-from core.errors import IndexStateError
+from core.errors import IndexStateError, MissingIndexError
 from core.kb.index.builder import KIND, kb_dir
 from core.kb.index.docstore import DocStore
 from core.kb.index.lexical import Bm25
@@ -78,10 +78,11 @@ class KBIndex:
 
 
 def open_index(root: Path, kb: str, settings: KBSettings) -> KBIndex:
-    """Open the live version of ``kb``; :class:`IndexStateError` when it does not exist or is damaged."""
+    """Open the live version of ``kb``; :class:`MissingIndexError` when it does not exist, else
+    :class:`IndexStateError` when it is damaged."""
     versions = kb_dir(root, kb)
     if not versions.exists():
-        raise IndexStateError(
+        raise MissingIndexError(
             f"Knowledge base {kb!r} has no index under {root}",
             hint="Build the demo KBs with `python -m core kb build`, or ingest documents with "
             "`python -m core kb ingest-guidelines|ingest-spl PATH`.",
