@@ -23,7 +23,15 @@ from core.kb.index.builder import kb_link
 from core.kb.spaces import DocumentSpaces, owner_key
 from core.runtime import open_runtime
 from core.store.models import AuditLog, User
-from tests.browser_support import ARTIFACTS, BROWSER_MARKS, BROWSER_TIMEOUT_MS, ServedApp, chromium_page, served_copy
+from tests.browser_support import (
+    ARTIFACTS,
+    BROWSER_MARKS,
+    BROWSER_TIMEOUT_MS,
+    ServedApp,
+    chromium_page,
+    served_copy,
+    wait_idle,
+)
 from tests.conftest import make_settings
 from tests.test_app_support import log_in
 
@@ -59,6 +67,19 @@ def kb_app(demo_kb_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("CASEBOOK_KB__PROGRESS", "false")
     with served_copy(demo_kb_root, tmp_path, ARTIFACTS / "streamlit-mydocs.log") as app:
         yield app
+
+
+def _open_guideline_qa(page: object, base: str) -> None:
+    """Log in as dr.chen, wait for the worklist (a doctor's landing page) to settle, then open Guideline QA."""
+    from playwright.sync_api import Page, expect
+
+    assert isinstance(page, Page)
+    log_in(page, base, "dr.chen")
+    expect(page.get_by_role("heading", name="Worklist")).to_be_visible()
+    wait_idle(page)  # a link clicked during the log-in rerun is lost
+    page.get_by_role("link", name="Guideline QA").click()
+    expect(page.get_by_role("heading", name="Guideline QA")).to_be_visible()
+    wait_idle(page)
 
 
 def _ask_my_documents(page: object, shot: str) -> None:
@@ -98,9 +119,7 @@ def test_a_doctor_uploads_a_document_sees_it_by_title_and_an_answer_cites_it(
     upload = tmp_path_factory.mktemp("upload") / "riverside_isolation.md"
     upload.write_text(PROTOCOL)
     with chromium_page(1800, TIMEOUT_MS, ARTIFACTS / "failure-mydocs.png") as page:
-        log_in(page, base, "dr.chen")
-        page.get_by_role("link", name="Guideline QA").click()
-        expect(page.get_by_role("heading", name="Guideline QA")).to_be_visible()
+        _open_guideline_qa(page, base)
         page.get_by_role("tab", name="My documents").click()
         expect(page.get_by_text("You have no documents yet")).to_be_visible()
         expect(page.get_by_text("20 MB", exact=False).first).to_be_visible()
@@ -125,8 +144,8 @@ def test_a_doctor_uploads_a_document_sees_it_by_title_and_an_answer_cites_it(
         browser = page.context.browser
         assert browser is not None
         page = browser.new_page(viewport={"width": 1400, "height": 1800})
-        log_in(page, base, "dr.chen")
-        page.get_by_role("link", name="Guideline QA").click()
+        page.set_default_timeout(TIMEOUT_MS)
+        _open_guideline_qa(page, base)
         page.get_by_role("tab", name="My documents").click()
         expect(page.locator("[data-testid='stDataFrame']").first).to_be_visible()  # the list survived
         expect(page.get_by_text("Riverside Demo Hospital TB Isolation Protocol")).not_to_have_count(0)
