@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import func, select
 
@@ -132,6 +132,8 @@ def test_guard_never_keeps_foreign_ids_or_forbidden_sentences(copd: BundleResult
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(question=st.text(min_size=0, max_size=300))
+@example(question="AC")  # found by this test: "5 of 5 similar cases record ac" ('ac' matched 'acquired')
+@example(question="mi?")
 def test_any_question_is_answered_by_the_rules_or_refused(abuse_rt: Runtime, question: str) -> None:
     sid = scan_of(abuse_rt, "priya.nair")
     try:

@@ -143,8 +143,14 @@ def concepts_of(text: str, lexicon: ConditionLexicon, context: str = "") -> list
     return out
 
 
+def _form_re(form: str) -> str:
+    """A stem matches the start of a word ("recurr" -> "recurrence"); a form of three letters or fewer is an
+    abbreviation or a whole word and matches only whole ("ac" never matches "acquired", "mi" never "mild")."""
+    return rf"\b{re.escape(form)}" + (r"\b" if len(form) <= 3 else "")
+
+
 def _case_has(words: tuple[tuple[str, ...], ...], text: str) -> bool:
-    return all(any(re.search(rf"\b{re.escape(f)}", text) for f in forms) for forms in words)
+    return all(any(re.search(_form_re(f), text) for f in forms) for forms in words)
 
 
 def matches(concept: Concept, text: str) -> bool | None:
