@@ -79,8 +79,10 @@ def test_doctor_imports_from_the_study_list_and_sends_the_report_back(server: tu
         expect(row).to_be_visible()
         _shot(page, "01-study-list.png")
         row.click()  # the checkbox's label
+        _settle(page)  # each widget change reruns the page; a click during that rerun is lost (seen at load)
         page.get_by_role("combobox", name="Anatomy").click()
         page.get_by_role("option", name="lung", exact=True).click()
+        _settle(page)
         page.get_by_role("button", name="Import selected studies").click()
         expect(page.get_by_text("1 imported.")).to_be_visible()
         _shot(page, "02-imported.png")
