@@ -23,6 +23,9 @@ from __future__ import annotations
 import io
 import re
 from dataclasses import dataclass
+from typing import Any
+
+from core.errors import DocumentError
 
 __all__ = ["PdfTable", "find_tables", "row_text"]
 
@@ -49,10 +52,18 @@ def _cell(text: str | None) -> str:
 def find_tables(data: bytes, pages: int | None = None) -> dict[int, list[PdfTable]]:
     """The ruled tables of every page (0-based page -> tables, top to bottom); a table needs 2 rows and 2 columns."""
     import pdfplumber
+    from pdfplumber.utils.exceptions import PdfminerException
 
+    try:
+        return _find_tables(pdfplumber.open(io.BytesIO(data)), pages)
+    except PdfminerException as exc:  # a damaged or hostile stream (a decompression bomb): the document fails, typed
+        raise DocumentError(f"unreadable PDF tables ({exc})") from exc
+
+
+def _find_tables(pdf: Any, pages: int | None) -> dict[int, list[PdfTable]]:
     out: dict[int, list[PdfTable]] = {}
     last: PdfTable | None = None  # the previous page's last table, whose header a continued table takes
-    with pdfplumber.open(io.BytesIO(data)) as pdf:
+    with pdf:
         for number, page in enumerate(pdf.pages[:pages]):
             if not page.edges:  # no ruling line: no ruled table (and no table finder run)
                 continue
