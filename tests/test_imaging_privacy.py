@@ -140,6 +140,8 @@ def test_packaged_dicom_leaves_no_identifier_anywhere(
         header += [str(e.value) for e in ds.file_meta]
         haystacks[f"store {path.name}"] = "\n".join(header)
         raw = path.read_bytes()
+        if "PixelData" in ds:  # pixel bytes can spell a short value by chance (8-bit value 49 eight times: '11111111')
+            raw = raw.replace(ds.PixelData, b"")
         leaked = [v for v in secrets if len(v) >= 8 and v.encode() in raw]
         assert not leaked, f"{leaked} in the bytes of {path.name}"
     leaks = {where: sorted(v for v in secrets if v in text) for where, text in haystacks.items()}
