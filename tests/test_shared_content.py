@@ -168,7 +168,10 @@ def test_the_page_names_each_bullets_origin_and_never_answers_with_the_conflict(
     shown = texts(at)
     bullets = at.session_state["guideline:result"].bullets
     assert bullets and shown.count("Curated source:") >= len(bullets), shown[:2000]  # one origin line per bullet
-    assert "3000" not in shown
+    # the colleague's 3000 mg may appear only inside the conflict box, never in an answer, a source or evidence
+    answered = [m.value for m in (*at.markdown, *at.caption, *at.warning, *at.info, *at.success)]
+    assert not [t for t in answered if "3000" in t], [t for t in answered if "3000" in t]
+    assert all(e.value.startswith("Conflict, not an answer") for e in at.error if "3000" in e.value)
     at.toggle(key="guideline-only-mine").set_value(True).run()
     at.text_area(key="guideline-question").input("What is the adult dose of isoniazid?")
     at.button[0].click()

@@ -205,7 +205,9 @@ class GuidelineQA:
             finding=said.finding if said else None,
             slot=slot.name,
             bullets=bullets,
-            evidence=[self._evidence_chunk(c) for c in found.evidence],
+            # a conflicting upload is shown once, as the conflict, never again as evidence beside the answer
+            evidence=[self._evidence_chunk(c) for c in found.evidence
+                      if c.hit.chunk_id not in {k.chunk_id for k in conflicts}],
             patient_summary=self._patient(own or bullets, trace, lexicon.names()),
             conflicts=conflicts,
             disagreements=disagreements(bullets, slot.name),
