@@ -6,7 +6,9 @@ Importing this package loads no model and no SDK: backends are imported by
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from core.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from core.llm.base import LLM, Completion, Message, TokenLogprobs
@@ -27,9 +29,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _LAZY)
