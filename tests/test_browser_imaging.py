@@ -176,6 +176,7 @@ def test_viewer_window_scroll_prior_and_neighbour(server: tuple[str, Path]) -> N
 
         # a patient sees their own image, no AI reading
         page.get_by_role("button", name="Log out").click()
+        expect(page.get_by_label("Username")).to_be_visible()  # the revoking rerun finished before we navigate
         log_in(page, base, "rahul.mehta")
         frame = _viewer(page)
         expect(frame.locator("[data-testid='viewport-current']")).to_be_visible()
