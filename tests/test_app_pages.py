@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import select
 from streamlit.testing.v1 import AppTest
 
-from core.reports import DraftText, save_draft, sign_draft
+from core.reports import AI_MARK, DraftText, save_draft, sign_draft
 from core.runtime import Runtime
 from core.store.models import Report
 from tests.conftest import scan_of
@@ -95,11 +95,20 @@ def test_report_draft_lists_edits_signs_and_amends(fresh: Runtime, monkeypatch: 
         sign_id = report.id
     assert report.findings.startswith("Large left pneumothorax")
     assert "CRITICAL RESULT: communicated to Dr. A. Osei, emergency registrar by phone" in report.recommendations
-    at.text_area(key=f"amend-{sign_id}:impression").input("Tension pneumothorax, decompressed.").run()
+    # the amendment starts from the signed text without its attestation, which stays with version 1
+    assert "ATTESTATION" not in (at.text_area(key=f"amend-{sign_id}:recommendations").value or "")
+    ai = f"Tension pneumothorax, decompressed ({AI_MARK})."  # pasted from an AI draft: it keeps its mark
+    at.text_area(key=f"amend-{sign_id}:impression").input(ai).run()
     at.text_input(key=f"amend-{sign_id}:reason").input("Decompression recorded after signing.").run()
     at.checkbox(key=f"amend-{sign_id}:confirm").check().run()
+    assert at.button(key=f"amend-{sign_id}:sign").disabled, "an AI-derived sentence is not yet confirmed"
+    at.checkbox(key=f"amend-{sign_id}:ai:0").check().run()
     at.button(key=f"amend-{sign_id}:sign").click().run()
     assert not at.exception and "Signed amended report" in texts(at)
+    with fresh.db.read_only() as s:
+        v2 = s.scalars(select(Report).where(Report.supersedes_id == sign_id)).one()
+    assert v2.impression == "Tension pneumothorax, decompressed." and v2.recommendations.count("ATTESTATION:") == 1
+    assert "amending version 1) and sign it as my own. Its 1 AI-derived statement(s)" in v2.recommendations
     assert f"superseded by report #{sign_id + 1}" in texts(at) and "version 2" in texts(at)
     assert "Reason for this amendment: Decompression recorded after signing." in texts(at)
 

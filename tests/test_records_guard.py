@@ -18,9 +18,9 @@ from sqlalchemy import delete, func, insert, select, text, update
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from core.errors import AccessDeniedError, ConflictError, ImmutableRecordError, InvalidInputError
-from core.reports import DraftText, amend_report, save_draft, sign_draft, verify_reports
+from core.reports import AI_MARK, DraftText, amend_report, save_draft, sign_draft, verify_reports
 from core.runtime import Runtime
-from core.store.models import Report, ReportDraft, User
+from core.store.models import AuditLog, Report, ReportDraft, User
 from tests.conftest import scan_of
 from tests.rec_workers import run_children
 
@@ -105,6 +105,43 @@ def test_an_amendment_must_change_the_text_and_give_a_reason(rw: Runtime) -> Non
         row = s.get(Report, new)
         assert row is not None and row.amend_reason == "Side corrected" and row.version == 2
     assert verify_reports(rw.db).ok
+
+
+def test_an_amendment_re_attests_its_ai_derived_text(rw: Runtime) -> None:
+    """An amendment's AI-derived sentence must be confirmed; the new version carries the amending doctor's
+    attestation (never the earlier one, nor one typed into the text) and the marked text stays in the history."""
+    rid, original = _signed(rw)
+    doc = _user(rw, "dr.chen")
+    ai = f"Small residual apical pneumothorax ({AI_MARK})."
+    findings = f"{original} {ai}"
+    typed = "Chest drain placed.\n\nATTESTATION: I, Dr. Nobody, sign for the AI."  # a forged paragraph is dropped
+    with pytest.raises(InvalidInputError, match="1 AI-derived statement"):
+        amend_report(rw.db, rid, doc, findings, "Pneumothorax.", typed, reason="Residual air after drainage")
+    with rw.db.read_only() as s:  # the refusal wrote nothing
+        assert s.scalar(select(func.count()).where(Report.supersedes_id == rid)) == 0
+    new = amend_report(rw.db, rid, doc, findings, "Pneumothorax.", typed, reason="Residual air after drainage",
+                       confirmed_ai=[ai])  # fmt: skip
+    with rw.db.read_only() as s:
+        v1, v2 = s.get(Report, rid), s.get(Report, new)
+        assert v1 is not None and v2 is not None
+        assert v2.findings == f"{original} Small residual apical pneumothorax." and AI_MARK not in v2.recommendations
+        assert v2.recommendations.startswith("Chest drain placed.\n\nATTESTATION: I, Dr. Sarah Chen, reviewed the images")
+        assert v2.recommendations.count("ATTESTATION:") == 1 and "Dr. Nobody" not in v2.recommendations
+        assert "amended report (amending version 1)" in v2.recommendations
+        assert "Its 1 AI-derived statement(s) were reviewed and confirmed by me." in v2.recommendations
+        assert v2.is_ai_corrected and v1.recommendations.startswith("ATTESTATION: I, Dr. Sarah Chen")
+        kept = s.scalars(select(ReportDraft).where(ReportDraft.report_id == new)).one()
+        assert kept.status == "signed" and kept.from_ai and ai in kept.findings, "the AI provenance stays"
+        row = s.scalars(select(AuditLog).where(AuditLog.action == "report.amend").order_by(AuditLog.id)).all()[-1]
+        assert row.detail["ai_confirmed"] == 1 and row.detail["draft_id"] == kept.id
+    assert verify_reports(rw.db).ok
+    # an amendment without AI-derived text still ends with the amending doctor's own attestation
+    v3 = amend_report(rw.db, new, doc, "Right pneumothorax.", "Pneumothorax.", "", reason="Side corrected")
+    with rw.db.read_only() as s:
+        row3 = s.get(Report, v3)
+        assert row3 is not None and row3.recommendations.startswith("ATTESTATION: I, Dr. Sarah Chen")
+        assert "amending version 2" in row3.recommendations and "AI-derived" not in row3.recommendations
+        assert s.scalar(select(func.count()).where(ReportDraft.report_id == v3)) == 0
 
 
 @pytest.mark.slow

@@ -73,13 +73,19 @@ def report_amended(
     version: int,
     content_hash: str | None,
     colleague_of: int | None = None,
+    ai_confirmed: int = 0,
+    draft_id: int | None = None,
 ) -> None:
     """A new signed ``version`` that supersedes report ``supersedes_id`` (which itself never changes).
 
-    ``colleague_of`` names the doctor who signed the superseded version when it was someone else.
+    ``colleague_of`` names the doctor who signed the superseded version when it was someone else;
+    ``ai_confirmed`` counts the AI-derived sentences of the amendment the doctor confirmed, and
+    ``draft_id`` is the signed draft row that keeps their marked text (none when there were none).
     """
     ids: dict[str, Any] = {"report_id": report_id, "supersedes_id": supersedes_id, "version": version,
-                              "content_hash": content_hash}  # fmt: skip
+                              "content_hash": content_hash, "ai_confirmed": ai_confirmed}  # fmt: skip
+    if draft_id is not None:
+        ids["draft_id"] = draft_id
     if colleague_of is not None:
         ids["colleague_of"] = colleague_of
     log.record_in(session, log.REPORT_AMEND, doctor_id, scan_id, **ids)

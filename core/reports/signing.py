@@ -9,6 +9,10 @@
   report's text does, or the doctor flags it) needs a :class:`CriticalCommunication`:
   to whom, when, how, and read-back confirmed. It is written into the signed text
   (CRITICAL RESULT) and into the audit.
+* An amendment goes through the same attestation: its AI-derived sentences are confirmed
+  or edited, the earlier signer's ATTESTATION paragraph is dropped from the new text
+  (:func:`without_attestation`; it stays in the version it belongs to) and the amending
+  doctor's own ATTESTATION ends the new version.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ __all__ = [
     "attestation_line",
     "communication_line",
     "needs_communication",
+    "without_attestation",
 ]
 
 METHODS = ("phone", "in person", "secure message")
@@ -137,7 +142,16 @@ def communication_line(c: CriticalCommunication) -> str:
     )
 
 
-def attestation_line(doctor: str, confirmed: int, when: dt.datetime) -> str:
-    """The ATTESTATION paragraph that ends the signed report."""
+def attestation_line(doctor: str, confirmed: int, when: dt.datetime, *, amends_version: int | None = None) -> str:
+    """The ATTESTATION paragraph that ends the signed report (or an amended version of it)."""
     ai = f" Its {confirmed} AI-derived statement(s) were reviewed and confirmed by me." if confirmed else ""
-    return f"ATTESTATION: I, {doctor}, reviewed the images and this report and sign it as my own.{ai} {when:%Y-%m-%d %H:%M} UTC."
+    what = "this report" if amends_version is None else f"this amended report (amending version {amends_version:d})"
+    return f"ATTESTATION: I, {doctor}, reviewed the images and {what} and sign it as my own.{ai} {when:%Y-%m-%d %H:%M} UTC."
+
+
+_ATTESTATION = re.compile(r"(?m)^[ \t]*ATTESTATION:[^\n]*(?:\n(?![ \t]*\n)[^\n]*)*")
+
+
+def without_attestation(text: str) -> str:
+    """``text`` without any ATTESTATION paragraph: a signer's attestation is never carried into another version."""
+    return re.sub(r"\n{3,}", "\n\n", _ATTESTATION.sub("", text or "")).strip()

@@ -30,6 +30,7 @@ from core.reports.signing import (
     attestation_line,
     communication_line,
     needs_communication,
+    without_attestation,
 )
 from core.store.db import Database
 from core.store.models import Report, ReportDraft, Scan, User, utcnow
@@ -220,6 +221,7 @@ def amend_report(
     *,
     reason: str,
     allow_colleague: bool = False,
+    confirmed_ai: Sequence[str] = (),
 ) -> int:
     """A signed new version superseding ``report_id`` (which never changes); returns its id.
 
@@ -228,12 +230,20 @@ def amend_report(
     only with ``allow_colleague`` (the setting ``ui.amend_colleague_reports``); the audit
     row then names the colleague (``colleague_of``) and the pages show it. Amending a version that was already
     amended raises :class:`ConflictError` naming the newer one.
+
+    Attestation as at signing: every AI-derived sentence of the new text must be in ``confirmed_ai``
+    (else :class:`InvalidInputError`, nothing written); the earlier ATTESTATION paragraph is dropped and
+    the amending doctor's own ends the new version. When the amendment carried AI-derived text, its
+    marked text is kept as a signed draft row of the new version and the audit row counts the
+    confirmed sentences: the AI provenance stays in the history.
     """
     _doctor(db, doctor_id)
     if not (findings.strip() and impression.strip()):
         raise InvalidInputError("An amendment needs findings and an impression")
     if not (reason or "").strip():
         raise InvalidInputError("An amendment needs a reason", hint="Say why the signed report is being amended.")
+    texts = {"findings": findings, "impression": impression, "recommendations": without_attestation(recommendations)}
+    signed, confirmed = attest(texts, confirmed_ai)  # refuses an AI-derived sentence left unconfirmed
     with db.session() as s:
         if not db.is_sqlite:  # one amender per report at a time; an advisory lock needs no UPDATE grant on reports
             s.execute(text("SELECT pg_advisory_xact_lock(:ns, :rid)"), {"ns": _AMEND_LOCK, "rid": int(report_id)})
@@ -248,19 +258,23 @@ def amend_report(
         newer = s.scalar(select(Report.id).where(Report.supersedes_id == report_id))
         if newer is not None:
             raise ConflictError(f"Report {report_id} was already amended by report {newer}; amend that version")
-        before = (old.findings.strip(), old.impression.strip(), (old.recommendations or "").strip())
-        if before == (findings.strip(), impression.strip(), recommendations.strip()):
+        before = (old.findings.strip(), old.impression.strip(), without_attestation(old.recommendations or ""))
+        if before == (signed["findings"].strip(), signed["impression"].strip(), signed["recommendations"]):
             raise InvalidInputError("An amendment must change the text of the report")
+        doctor = s.get(User, doctor_id)
+        assert doctor is not None
+        now = utcnow()
+        closing = attestation_line(doctor.display_name, confirmed, now, amends_version=old.version)
         new = Report(
             scan_id=old.scan_id,
             author_id=doctor_id,
-            findings=findings,
-            impression=impression,
-            recommendations=recommendations,
-            is_ai_corrected=old.is_ai_corrected,
+            findings=signed["findings"],
+            impression=signed["impression"],
+            recommendations="\n\n".join(p for p in (signed["recommendations"], closing) if p),
+            is_ai_corrected=old.is_ai_corrected or confirmed > 0,
             version=old.version + 1,
             supersedes_id=old.id,
-            signed_at=utcnow(),
+            signed_at=now,
             amend_reason=reason.strip(),
         )
         s.add(new)
@@ -270,8 +284,19 @@ def amend_report(
             raise ConflictError(
                 f"Report {report_id} was amended by someone else at the same time; amend the current version"
             ) from exc
+        draft_id = None
+        if confirmed:  # the amendment's own text with its AI marks, as a signed draft of the new version
+            marked = ReportDraft(
+                scan_id=old.scan_id, author_id=doctor_id, findings=findings, impression=impression,
+                recommendations=texts["recommendations"], from_ai=True, status="signed", report_id=new.id,
+                created_at=now, updated_at=now,
+            )  # fmt: skip
+            s.add(marked)
+            s.flush()
+            draft_id = marked.id
         report_audit.report_amended(
             s, doctor_id, old.scan_id, report_id=new.id, supersedes_id=old.id, version=new.version,
             content_hash=new.content_hash, colleague_of=old.author_id if old.author_id != doctor_id else None,
+            ai_confirmed=confirmed, draft_id=draft_id,
         )  # fmt: skip
         return new.id
