@@ -29,6 +29,20 @@ def _count(rt: Runtime, model: type) -> int:
         return int(s.scalar(select(func.count()).select_from(model)) or 0)
 
 
+def _hits(rt: Runtime, doctor_id: int, bucket: str = "ask") -> int:
+    """The hits ``doctor_id`` holds in ``bucket``: only what this test counted.
+
+    The session's demo store is also served to page tests (Guideline QA, log-in) that leave
+    their own hits and attempts in it, and every copy inherits them; a whole-table count
+    read 24 of 20 in the clean-clone run while the limit had answered exactly 20.
+    """
+    with rt.db.read_only() as s:
+        return int(
+            s.scalar(select(func.count()).where(RateLimitHit.doctor_id == doctor_id, RateLimitHit.bucket == bucket))
+            or 0
+        )
+
+
 def _doctor(rt: Runtime) -> int:
     with rt.db.read_only() as s:
         return int(s.scalar(select(User.id).where(User.username == "dr.chen")) or 0)
@@ -83,7 +97,6 @@ def test_empty_draft_is_refused(fresh: Runtime) -> None:
         save_draft(fresh.db, scan_of(fresh, "li.wei"), _doctor(fresh), DraftText(" ", "", ""))
 
 
-@pytest.mark.xfail(reason="issue 26 (open): over the limit under threads in the loaded clean-clone run of 10:37 (19 of 15 / 24 of 20 answered, 7 of 5 password checks); passes in isolation; race not yet explained", strict=False)
 def test_rate_limit_is_exact_under_threads(fresh: Runtime) -> None:
     doc, ok, limited = _doctor(fresh), [], []
 
@@ -102,7 +115,7 @@ def test_rate_limit_is_exact_under_threads(fresh: Runtime) -> None:
         t.join()
     assert len(ok) == 20 and len(limited) == 20
     assert all(0 < r <= 60 for r in limited)
-    assert _count(fresh, RateLimitHit) == 20
+    assert _hits(fresh, doc) == 20
 
 
 def _hammer(url: str, doctor_id: int, n: int, out: mp.Queue) -> None:  # type: ignore[type-arg]

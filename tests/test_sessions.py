@@ -43,17 +43,20 @@ def _user(rt: Runtime, username: str) -> CurrentUser:
 
 # -- log-in under concurrency --------------------------------------------------------------------------
 @pytest.mark.slow
-@pytest.mark.xfail(reason="issue 26 (open): over the limit under threads in the loaded clean-clone run of 10:37 (19 of 15 / 24 of 20 answered, 7 of 5 password checks); passes in isolation; race not yet explained", strict=False)
 def test_forty_simultaneous_guesses_check_at_most_five(rw: Runtime, spawn_ctx: Any) -> None:
     # 39 wrong guesses and the right password, all at once: 8 processes x 5 threads
     passwords = [f"guess-{i}" for i in range(39)] + [DEMO_PASSWORD]
+    # only this test's attempts: page tests log in (and fail) on the shared demo store that every copy
+    # inherits; counting the whole table read 7 failed of 5 checked in the clean-clone run
+    with rw.db.read_only() as s:
+        before = int(s.scalar(select(func.max(LoginAttempt.id))) or 0)
     raw = run_children(spawn_ctx, rw.settings, "guess", passwords, 5, children=8, threads=5)
     results = Counter(kind for kind, _ in raw)
     assert set(results) <= {"ok", "wrong", "locked"}, raw
     # at most 5 wrong passwords checked; the right one counts against nothing, so it can add one check
     assert results["wrong"] <= 5 and results["ok"] + results["wrong"] <= 6 and results["locked"] >= 34, results
     with rw.db.read_only() as s:
-        statuses = Counter(s.scalars(select(LoginAttempt.status)).all())
+        statuses = Counter(s.scalars(select(LoginAttempt.status).where(LoginAttempt.id > before)).all())
     assert statuses["locked"] == results["locked"] and statuses["pending"] == 0
     assert statuses["failed"] == results["wrong"]
     # with 5 failures in the window the right password is refused now (and a success never erased them)
