@@ -10,8 +10,9 @@ On the real PostgreSQL server (``scripts/pg_setup.sh``), on a fresh clone of the
   TRUNCATE) are run as the role: each is refused (SQLSTATE 42501) exactly when the matrix
   says so; the named attacks (a user's role, failed log-ins, sessions) are refused;
 * the app's own writes (log-in with failures, sessions, draft, sign, amend, rate limits,
-  audit) succeed with every connection running as the role, and a report the role inserts for
-  another doctor fails ``reports verify`` (no record-key seal).
+  audit) succeed with every connection running as the role; a bare signed report the role
+  inserts is refused (migration 0008, a table of forgeries), and one it signs through a draft in
+  another doctor's name fails ``reports verify`` (no record-key seal).
 
 docs/RELIABILITY.md shows the matrix; a test here keeps the two equal.
 """
@@ -205,19 +206,98 @@ def test_the_app_works_under_the_role_and_a_forged_report_fails_verify(pg: tuple
         with pytest.raises(ImmutableRecordError), db.session() as s:
             s.execute(text("UPDATE login_attempts SET status = 'ok' WHERE status = 'failed'"))
         assert verify_reports(db).ok and audit.verify(rt.db).ok
-        # the role may INSERT a report (signing needs it) but cannot seal one: another doctor's forgery is flagged
+        # the role may INSERT a report (signing needs it), but a bare signed report is refused (0008) ...
         with rt.db.read_only() as s:
             other = int(s.scalar(select(User.id).where(User.username == "dr.hassan")) or 0)
-        signed = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
+        now = dt.datetime.now(dt.UTC)
+        forged = {"s": scan, "a": other, "t": now, "m": "k1:" + "0" * 64}
         h = report_hash(scan_id=scan, author_id=other, findings="Forged.", impression="Forged.", recommendations="",
-                        is_ai_corrected=False, version=1, supersedes_id=None, signed_at=signed, amend_reason=None,
+                        is_ai_corrected=False, version=1, supersedes_id=None, signed_at=now, amend_reason=None,
                         prev_hash=None)  # fmt: skip
+        with pytest.raises(DBAPIError, match="signs no draft") as refused, db.engine.begin() as c:
+            c.execute(text(_FORGED_REPORT), {**forged, "h": h, "v": 1, "sup": None, "r": None})
+        assert getattr(refused.value.orig, "sqlstate", None) == "CB001"
+        # ... and one forged through a draft in the colleague's name is not sealed: verify flags it
         with db.engine.begin() as c:
-            c.execute(text(
-                "INSERT INTO reports (scan_id, author_id, findings, impression, recommendations, is_ai_corrected, "
-                "version, signed_at, content_hash, record_mac) VALUES (:s, :a, 'Forged.', 'Forged.', '', false, 1, :t, "
-                ":h, :m)"), {"s": scan, "a": other, "t": signed, "h": h, "m": "k1:" + "0" * 64})  # fmt: skip
+            c.execute(text(_CLAIMED_DRAFT), {"s": scan, "a": other})
+            c.execute(text(_FORGED_REPORT), {**forged, "h": h, "v": 1, "sup": None, "r": None})
         problems = verify_reports(db).problems
         assert any("does not match" in p for p in problems) and any("no audit row" in p for p in problems), problems
     finally:
         db.dispose()
+
+
+_CLAIMED_DRAFT = (
+    "INSERT INTO report_drafts (scan_id, author_id, findings, impression, recommendations, from_ai, status, "
+    "created_at, updated_at, version) VALUES (:s, :a, 'x', 'x', '', false, 'signed', now(), now(), 1)"
+)
+_OPEN_DRAFT = _CLAIMED_DRAFT.replace("'signed'", "'open'")
+_FORGED_REPORT = (
+    "INSERT INTO reports (scan_id, author_id, findings, impression, recommendations, is_ai_corrected, version, "
+    "supersedes_id, signed_at, content_hash, record_mac, amend_reason) "
+    "VALUES (:s, :a, 'Forged.', 'Forged.', '', false, :v, :sup, :t, :h, :m, :r)"
+)
+
+
+def _steps_as_role(rt: Runtime, role: str, steps: list[tuple[str, dict[str, Any]]]) -> str | None:
+    """Run ``steps`` as ``role`` in one transaction (rolled back); the SQLSTATE of a refusal, or ``None``."""
+    try:
+        with rt.db.engine.connect() as c, c.begin() as tx:
+            c.execute(text(f"SET LOCAL ROLE {role}"))
+            for statement, params in steps:
+                c.execute(text(statement), params)
+            tx.rollback()
+    except DBAPIError as exc:
+        return str(getattr(exc.orig, "sqlstate", "?"))
+    return None
+
+
+@pytest.mark.postgres
+def test_the_role_cannot_insert_a_signed_report_except_by_signing_or_amending(pg: tuple[Runtime, str]) -> None:
+    """A table of forged signed reports, each a raw INSERT as the app role: every one is refused (CB001).
+
+    The controls (a claimed draft of the same author and scan, signed now; a proper amendment) pass,
+    and the app's own draft -> sign -> amend works under the role (the test above).
+    """
+    rt, role = pg
+    with rt.db.read_only() as s:
+        ids = dict(s.execute(select(User.username, User.id)).tuples().all())
+    chen, hassan, patient = ids["dr.chen"], ids["dr.hassan"], ids["rahul.mehta"]
+    scan, other_scan = scan_of(rt, "imran.khan"), scan_of(rt, "li.wei")
+    rid = sign_draft(rt.db, save_draft(rt.db, scan, chen, DraftText("Left pneumothorax.", "Pneumothorax.", "")), chen)
+    now = dt.datetime.now(dt.UTC)
+    base = {"s": scan, "a": hassan, "v": 1, "sup": None, "t": now, "h": "a" * 64, "m": "k1:" + "0" * 64, "r": None}
+
+    def draft(**kw: Any) -> tuple[str, dict[str, Any]]:
+        return (_OPEN_DRAFT if kw.pop("open", False) else _CLAIMED_DRAFT, {"s": scan, "a": hassan, **kw})
+
+    def report(**kw: Any) -> tuple[str, dict[str, Any]]:
+        return (_FORGED_REPORT, {**base, **kw})
+
+    amend = {"s": scan, "sup": rid, "v": 2, "r": "Typo"}
+    forged: dict[str, list[tuple[str, dict[str, Any]]]] = {
+        "no draft": [report()],
+        "another doctor's draft": [draft(a=chen), report()],
+        "a draft of another scan": [draft(s=other_scan), report()],
+        "an open draft": [draft(open=True), report()],
+        "version 2 of nothing": [draft(), report(v=2)],
+        "back-dated a day": [draft(), report(t=now - dt.timedelta(days=1))],
+        "back-dated a month": [draft(), report(t=now - dt.timedelta(days=30))],
+        "signed in the future": [draft(), report(t=now + dt.timedelta(hours=1))],
+        "a patient as author": [draft(a=patient), report(a=patient)],
+        "an unknown author": [report(a=10**6)],
+        "no seal": [draft(), report(m=None)],
+        "no hash": [draft(), report(h=None)],
+        "an amendment without a reason": [report(**{**amend, "r": None})],
+        "an amendment with a blank reason": [report(**{**amend, "r": "   "})],
+        "an amendment skipping a version": [report(**{**amend, "v": 3})],
+        "an amendment of another scan's report": [report(**{**amend, "s": other_scan})],
+        "an amendment of no report": [report(**{**amend, "sup": 10**6})],
+        "an amendment by a patient": [report(**{**amend, "a": patient})],
+        "an amendment back-dated": [report(**{**amend, "t": now - dt.timedelta(days=2)})],
+    }
+    for name, steps in forged.items():
+        assert _steps_as_role(rt, role, steps) == "CB001", name
+    assert _steps_as_role(rt, role, [draft(), report()]) is None  # the shape of signing: the rule lets it in
+    assert _steps_as_role(rt, role, [report(**amend)]) is None  # the shape of an amendment
+    assert len(forged) >= 19

@@ -288,3 +288,57 @@ def test_migration_0003_backfills_hashes_after_a_downgrade(rw: Runtime) -> None:
     assert reports.ok and reports.checked >= 2 and log.ok and log.checked >= 3, (reports.problems, log.problems)
     with pytest.raises(ImmutableRecordError), rw.db.session() as s:  # and the triggers are back
         s.execute(text("DELETE FROM reports WHERE id = :i"), {"i": rid})
+
+
+# -- a signed report enters only by signing or amending (migration 0008) --------------------------------
+_RAW_SIGNED = (
+    "INSERT INTO reports (scan_id, author_id, findings, impression, recommendations, is_ai_corrected, version, "
+    "supersedes_id, signed_at, content_hash, record_mac, amend_reason) "
+    "VALUES (:s, :a, 'Forged.', 'Forged.', '', 0, :v, :sup, :t, :h, :m, :r)"
+)
+
+
+def test_a_raw_signed_insert_without_seal_author_or_amendment_shape_is_refused_on_sqlite(fresh: Runtime) -> None:
+    """SQLite's share of the insert guard: the seal, a doctor as author, an amendment's shape.
+
+    (PostgreSQL's app role is held to more, drafts and the server's clock included:
+    ``tests/test_privileges.py``. SQLite has no roles: whoever can write the file can drop a trigger.)
+    """
+    rid, _ = _signed(fresh)
+    doc, patient = _user(fresh, "dr.hassan"), _user(fresh, "rahul.mehta")
+    scan, other_scan = scan_of(fresh, "imran.khan"), scan_of(fresh, "li.wei")
+    base = {"s": scan, "a": doc, "v": 1, "sup": None, "t": "2026-11-27 12:00:00.000000", "h": "a" * 64,
+            "m": "k1:" + "0" * 64, "r": None}  # fmt: skip
+    amend = {"sup": rid, "v": 2, "r": "Typo"}
+    forged = {
+        "no seal": {"m": None},
+        "no hash": {"h": None},
+        "neither": {"m": None, "h": None},
+        "a patient as author": {"a": patient},
+        "an unknown author": {"a": 10**6},
+        "version 2 of nothing": {"v": 2},
+        "version 0": {"v": 0},
+        "an amendment without a reason": {**amend, "r": None},
+        "an amendment with a blank reason": {**amend, "r": "  "},
+        "an amendment skipping a version": {**amend, "v": 3},
+        "an amendment of another scan's report": {**amend, "s": other_scan},
+        "an amendment of no report": {**amend, "sup": 10**6},
+        "an amendment by a patient": {**amend, "a": patient},
+    }
+    with fresh.db.read_only() as s:
+        before = s.scalar(select(func.count()).select_from(Report))
+    refused = []
+    for name, change in forged.items():
+        try:
+            with fresh.db.session() as s:
+                s.execute(text(_RAW_SIGNED), {**base, **change})
+        except ImmutableRecordError as exc:
+            if "signing or amending" in str(exc):
+                refused.append(name)
+    assert refused == list(forged)
+    with fresh.db.read_only() as s:
+        assert s.scalar(select(func.count()).select_from(Report)) == before
+    # the app's own path is unchanged: sign (above) and amend through the ORM
+    assert amend_report(fresh.db, rid, _user(fresh, "dr.chen"), "Left apical pneumothorax.", "Pneumothorax.", "",
+                        reason="Detail")  # fmt: skip
+    assert verify_reports(fresh.db).ok

@@ -17,7 +17,9 @@ What the role therefore cannot do, whatever the app's code does:
 - move a session to another user or extend it (UPDATE only of ``last_seen_at`` and
   ``revoked_at``);
 - change or delete a signed report or an audit row (INSERT only, plus the triggers of
-  0003); a report it inserts for another doctor carries no valid record-key seal
+  0003); insert a signed report other than the signing of its author's claimed draft or an
+  amendment of the current version, signed now (the trigger of 0008); a report it signs
+  through a draft in another doctor's name carries no valid record-key seal
   (core.store.keys), so ``reports verify`` and the report pages flag it;
 - alter a table, disable a trigger or truncate (it owns nothing).
 
