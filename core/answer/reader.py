@@ -80,6 +80,18 @@ _DOSE_OR_DRUG_REQUEST = re.compile(
     r"\b(?:for|in) (?:him|her|this (?:patient|pt|man|woman|lady|guy))\b.*\b\w+(?:mab|nib|cillin|mycin|azole|floxacin|parin|xaban)\b"
 )
 _DRUG = re.compile(r"\b(\w+(?:mab|nib|cillin|mycin|pril|olol|statin|parin|xaban|plase|azole|floxacin)|doses?|dosing|mg)\b")
+# A forecast asked for ("will he need surgery", "is she likely to"), not a plan with a time in it ("repeat MRI in 6 months").
+_FORECAST = re.compile(
+    r"\b(?:will|would|is|are|was) (?:he|she|they|it|pt|patient|the patient|this patient)\b|\b(?:going to|gonna|likely|"
+    r"likelihood|chances?|odds|end up|prognosis|outlook|life expectancy|expect\w*|how long (?:does|will|has))\b"
+)
+# A go-ahead asked for this patient ("when can he fly again", "ok for her to drive"): advice, not a prediction.
+_CLEARANCE = re.compile(
+    r"\bwhen (?:can|could|should|may|is it (?:ok|safe)) (?:he|she|they|i|we|patient|the patient|this patient)\b|"
+    r"\b(?:ok|okay|safe|fine|alright|allowed) (?:for (?:him|her|them|the patient) )?to\b"
+)
+# The part speaks of this patient ("is it safe to discharge her", "what's his BP"): about the scan, never off topic.
+_ABOUT_PATIENT = re.compile(r"\b(?:he|she|him|her|his|hers|patient|this (?:man|woman|lady|guy|gentleman|boy|girl|child))\b")
 _PAST_CASES = re.compile(r"\b(they|them|similar|cases?|others?|patients|those|these|any (?:of|one)|how many|were|did)\b")
 _ASKS = re.compile(r"^(?:and |also )*(?:what|which|how|why|who|when|where|is|are|was|were|do|does|did|can|could|should|would|will|shall)\b")
 _NO_ASK = re.compile(r"^(?:and |also |or )*(?:[a-z-]+(?: |$)){0,6}$")
@@ -146,13 +158,27 @@ class QuestionReader:
 
     def intents(self, texts: list[str]) -> list[tuple[Intent, float]]:
         """(intent, probability) of each normalised part text: the classifier's, else the cue patterns' at 1.0."""
+        return [(intent, p) for intent, p, _ in self._choices(texts)]
+
+    def _choices(self, texts: list[str]) -> list[tuple[Intent, float, Intent]]:
+        """(intent, probability, runner-up) of each part; the runner-up is the classifier's second reading."""
         cues = [cue_intent(t) for t in texts]
         model = self._usable_model()
         if model is None or self._embed is None:
-            return [(c, 1.0) for c in cues]
+            return [(c, 1.0, c) for c in cues]
         x = features(self._embed(texts), list(cues))
-        # an uncertain prediction yields to the cue patterns (the answer then says what the part was read as)
-        return [(name if p >= self.fallback_below else cue, p) for (name, p), cue in zip(model.predict(x), cues, strict=True)]  # type: ignore[misc]
+        probs = model.probabilities(x)
+        out: list[tuple[Intent, float, Intent]] = []
+        for row, cue in zip(probs, cues, strict=True):
+            first, second = (int(i) for i in np.argsort(-row)[:2])
+            name, p = model.labels[first], float(row[first])
+            # An uncertain prediction yields to the cue patterns when they have a reading of their own; when no
+            # cue matches ("summary": no opinion) the classifier's best guess stands, unless it is treatment (a bare
+            # term, "SBO?", is looked up in the evidence rather than sent to the pointer). Either way the answer says
+            # what the part was read as.
+            chosen = name if p >= self.fallback_below or (cue == "summary" and name != "treatment") else cue
+            out.append((chosen, p, model.labels[second]))  # type: ignore[arg-type]
+        return out
 
     def read(self, question: str) -> Reading:
         """Split, classify and understand ``question`` (see the module docstring)."""
@@ -162,14 +188,19 @@ class QuestionReader:
         split = split_question(question)
         raw = list(split.parts)
         texts = [normalise(p, self.lexicon)[0] for p in raw]
-        chosen = _inherit(texts, self.intents(texts), self.fallback_below)
+        choices = self._choices(texts)
+        chosen = _inherit(texts, [(i, p) for i, p, _ in choices], self.fallback_below)
         known = frozenset(_vocabulary(self.lexicon))
         parts = []
-        for part, text, (intent, p) in zip(raw, texts, chosen, strict=True):
+        for part, text, (intent, p), (_, _, runner_up) in zip(raw, texts, chosen, choices, strict=True):
             intent = _treatment_only_for_this_patient(text, intent)
             u = understand(part, self.lexicon, intent=intent, confidence=p)
             terms = tuple(t for t in clinical_terms(text, known) if not _covered(t, u))
             terms += tuple(a for a in _abbreviations(part, known) if a not in terms and not _covered(a, u))
+            if u.intent == "off_topic" and (
+                _ABOUT_PATIENT.search(text) or (p < self.fallback_below and (terms or u.entities or u.unknown))
+            ):  # "not about a scan" for a part about this patient, or unsure for one naming a clinical term: the next reading
+                u = understand(part, self.lexicon, intent=_treatment_only_for_this_patient(text, runner_up), confidence=p)
             if u.intent not in {"off_topic", "injection", "treatment"} and p < self.fallback_below and _off_topic(
                 text, terms, u, self._domain()
             ):
@@ -198,10 +229,12 @@ def _treatment_only_for_this_patient(text: str, intent: Intent) -> Intent:
     "will he need surgery" (no request for what to do) is a question about his future.
     """
     action = bool(_ACTION.search(text) or _DRUG.search(text))
+    if intent == "treatment" and _bare_term(text, action):
+        return "count"  # a lone term ("DVT?", "pneumoperitoneum?") asks whether the evidence records it
     if intent == "treatment" and not action:
         if _PAST_CASES.search(text):
             return "count" if re.search(r"\b(how many|any|number of|proportion)\b", text) else "outcomes"
-        if about_future(text):
+        if about_future(text) and _FORECAST.search(text) and not _CLEARANCE.search(text):
             return "prediction"
     if intent not in {"injection", "off_topic", "treatment"} and (
         _DOSE_OR_DRUG_REQUEST.search(text)
@@ -211,6 +244,25 @@ def _treatment_only_for_this_patient(text: str, intent: Intent) -> Intent:
     ):
         return "treatment"  # treatment words about no past case: a question about what to do for this patient
     return intent
+
+
+def _bare_term(text: str, action: bool) -> bool:
+    """A part that is only a term or two: no request, no option ("X or Y"), no treatment cue, no "for him", no "now".
+
+    Doctors type a lone finding to ask whether the similar cases record it ("SBO?", "empyema any"); a lone
+    drug name is as short, and the classifier cannot tell the two apart reliably, so a lone term is looked
+    up in the evidence ("X is not recorded in the evidence of these N cases"), which never advises.
+    """
+    words = [w for w in re.findall(r"[a-z0-9][a-z0-9'-]*", text) if w not in {"any", "anyone", "the", "a", "an"}]
+    return (
+        len(words) <= 2
+        and not action
+        and cue_intent(text) == "summary"
+        and not re.search(r"\b(?:or|versus|vs|and|now|first|should|when|which|what|how)\b", text)
+        and not _FOR_THIS_PATIENT.search(text)
+        and not _ABOUT_PATIENT.search(text)
+        and not _REQUEST.search(text)
+    )
 
 
 _NOT_TERMS = frozenset({"ai", "ct", "mri", "cxr", "pet", "oct", "us", "uss", "xr", "pt", "pts", "dx", "ddx", "hx", "rx",
@@ -229,10 +281,15 @@ def _abbreviations(part: str, known: frozenset[str]) -> tuple[str, ...]:
 
 def _off_topic(text: str, terms: tuple[str, ...], u: Understanding, vocabulary: frozenset[str]) -> bool:
     """Nothing in the part is about a scan: no clinical term, condition, event or question word of this domain."""
-    if terms or u.entities or u.unknown or u.event or u.attributes or about_future(text) or cue_intent(text) != "summary":
+    if _names_clinical(terms, u) or _ABOUT_PATIENT.search(text) or about_future(text) or cue_intent(text) != "summary":
         return False
     words = [w for w in re.findall(r"[a-z]+", text) if w not in COMMON and len(w) > 2]
     return bool(words) and not any(w in vocabulary for w in words)
+
+
+def _names_clinical(terms: tuple[str, ...], u: Understanding) -> bool:
+    """True when the part names a clinical term, a condition, an outcome event or a measurement."""
+    return bool(terms or u.entities or u.unknown or u.event or u.attributes)
 
 
 def _covered(term: str, u: Understanding) -> bool:

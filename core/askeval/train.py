@@ -1,7 +1,9 @@
 """``train-ask-intent``: train the intent classifier on the train splits, compare designs on the frozen test split.
 
 Training examples are the question parts of the outside set's train split (each part's
-text and intent) and the doctor-question set's train items, normalised as the reader
+text and intent), the doctor-question set's train items and the team's own examples
+(``core/askeval/data/intent_examples.json``: classes of phrasing the train splits lack,
+written in the team's words, never taken from either set), normalised as the reader
 normalises them and embedded with the project's embedder (``embed`` settings). The
 outside set's intents map onto the reader's (``absent_term`` -> count, ``ai_reading`` ->
 differential, ``out_of_scope`` -> off_topic, ...); parts on the fail-closed scans carry
@@ -28,10 +30,14 @@ from typing import Any
 import numpy as np
 
 from core.answer.intent_model import INTENTS, MODEL_PATH, IntentModel, features
-from core.answer.lexicon import default_lexicon
+from core.answer.lexicon import ConditionLexicon, default_lexicon
+from core.answer.split import split_question
 from core.answer.understand import cue_intent, normalise
 
-__all__ = ["OUTSIDE_TO_INTENT", "examples", "train"]
+__all__ = ["OUTSIDE_TO_INTENT", "TEAM_EXAMPLES", "examples", "train"]
+
+# Parts the team wrote in its own words for phrasing classes the train splits lack (see its description).
+TEAM_EXAMPLES = Path(__file__).parent / "data" / "intent_examples.json"
 
 OUTSIDE_TO_INTENT = {
     "count": "count",
@@ -50,8 +56,14 @@ OUTSIDE_TO_INTENT = {
 }
 
 
+def _as_read(text: str, lex: ConditionLexicon) -> str:
+    """``text`` as the reader classifies it: the part :func:`split_question` yields (no closing "?"), normalised."""
+    parts = split_question(text).parts
+    return normalise(parts[0] if len(parts) == 1 else text, lex)[0]
+
+
 def examples(data: Path, split: str) -> list[tuple[str, str, str]]:
-    """(set, normalised text, intent) of both question sets' ``split``."""
+    """(set, normalised text, intent) of both question sets' ``split`` (and, for train, the team's examples)."""
     out: list[tuple[str, str, str]] = []
     lex = default_lexicon()
     outside = json.loads((data / "ask_outside_questions.json").read_text())["items"]
@@ -60,11 +72,14 @@ def examples(data: Path, split: str) -> list[tuple[str, str, str]]:
             continue
         for part in item["parts"]:
             if (intent := OUTSIDE_TO_INTENT.get(part["intent"])) is not None:
-                out.append(("outside", normalise(part["text"], lex)[0], intent))
+                out.append(("outside", _as_read(part["text"], lex), intent))
     doctor = json.loads((data / "doctor_questions.json").read_text())["items"]
     for item in doctor:
         if item["split"] == split and item.get("intent") in INTENTS and item["expect"]["behaviour"] != "no_comparable":
-            out.append(("doctor", normalise(item["question"], lex)[0], item["intent"]))
+            out.append(("doctor", _as_read(item["question"], lex), item["intent"]))
+    if split == "train":  # the team's own examples of phrasing classes the sets' train splits lack
+        team = json.loads(TEAM_EXAMPLES.read_text())["examples"]
+        out += [("team", _as_read(text, lex), intent) for intent, texts in team.items() for text in texts]
     return out
 
 
