@@ -14,6 +14,7 @@ import {
   init as coreInit,
   metaData,
   setUseCPURendering,
+  utilities as csUtils,
 } from "@cornerstonejs/core";
 import * as cst from "@cornerstonejs/tools";
 import { onRender, setFrameHeight, setValue, type RenderArgs } from "./protocol";
@@ -80,6 +81,7 @@ const stats = { renders: 0, lastRender: 0, lastPaint: 0, lastInput: 0 };
   annotations: () => cst.annotation.state.getAllAnnotations().map((a: any) => ({
     tool: a.metadata?.toolName, stats: a.data?.cachedStats,
   })),
+  rois: () => rois(),
 };
 
 async function setUp(): Promise<void> {
@@ -375,16 +377,42 @@ function showMeasurements(): void {
         rows.push(`Length ${Number(stat.length).toFixed(1)} ${calibrated ? stat.unit ?? "mm" : "px"}`);
       else if (name === cst.ProbeTool.toolName && stat.value !== undefined && stat.value !== null)
         rows.push(`Point ${Array.isArray(stat.value) ? stat.value.join(", ") : Math.round(Number(stat.value))} ${stat.modalityUnit ?? ""}`.trim());
-      else if (stat.mean !== undefined)
-        rows.push(`ROI mean ${Number(stat.mean).toFixed(0)} ± ${Number(stat.stdDev).toFixed(0)} ${stat.modalityUnit ?? ""}, area ${Number(stat.area).toFixed(0)} ${stat.areaUnit ?? ""}`.trim());
+      else if (stat.mean !== undefined) {
+        const u = stat.modalityUnit ? ` ${stat.modalityUnit}` : "";
+        rows.push(`ROI mean ${Number(stat.mean).toFixed(1)} ± ${Number(stat.stdDev).toFixed(1)}${u}, min ${stat.min} max ${stat.max}, area ${Number(stat.area).toFixed(1)} ${stat.areaUnit ?? ""}`.trim());
+      }
     }
   }
+  list.dataset.rois = JSON.stringify(rois()); // the ROI statistics unrounded, with the rectangle in pixel indices
   const text = rows.length ? rows.join(" · ") : "No measurements yet: pick Length, HU probe or ROI and drag on the image.";
   if (text === list.textContent) return; // unchanged: no DOM write and no rerun of the page
   const had = Number(list.dataset.count ?? "0") > 0;
   list.textContent = text;
   list.dataset.count = String(rows.length);
   if (rows.length || had) setValue({ measurements: rows }); // opening the viewer reruns nothing
+}
+
+// Every rectangle ROI: Cornerstone's statistics (mean, population SD, min, max over the pixels whose
+// centres lie inside; area of the rectangle) and its corners in continuous pixel indices (column,
+// row; an integer is a pixel's centre), so a test can recompute them from the DICOM.
+function rois(): Record<string, unknown>[] {
+  const out: Record<string, unknown>[] = [];
+  for (const a of cst.annotation.state.getAllAnnotations() as any[]) {
+    if (a.metadata?.toolName !== cst.RectangleROITool.toolName) continue;
+    const [target, stat]: [string, any] = Object.entries(a.data?.cachedStats ?? {})[0] ?? ["", null];
+    const [, series, frame] = target.replace(/^imageId:/, "").split(":");
+    const p = panes.find((x) => String(x.meta.series_id) === series);
+    const image = p && viewportOf(p)?.getImageData(); // every frame of a pane shares one geometry
+    const points = a.data?.handles?.points;
+    if (!stat || stat.mean === undefined || !image?.imageData || !points) continue;
+    const corner = (w: number[]) => Array.from(csUtils.transformWorldToIndexContinuous(image.imageData, w as any)).slice(0, 2);
+    out.push({
+      stale: Boolean(a.invalidated), // moved since its statistics were computed (they are throttled while drawing)
+      frame: Number(frame), corners: [corner(points[0]), corner(points[3])], mean: stat.mean, sd: stat.stdDev,
+      min: stat.min, max: stat.max, area: stat.area, areaUnit: stat.areaUnit, unit: stat.modalityUnit,
+    });
+  }
+  return out;
 }
 
 // the stored value under a probe, read from the frame the browser holds (Cornerstone's CPU stack
