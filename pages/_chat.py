@@ -142,6 +142,9 @@ def _ask(rt: Runtime, user: CurrentUser, scan_id: str, question: str, key: str, 
 def chat_panel(rt: Runtime, user: CurrentUser, scan_id: str) -> None:
     """Ask AI about one scan (doctors only): history, then the question box and the streamed answer."""
     st.subheader("Ask AI")
+    # the question box comes first: a keyboard user reaches it within three Tab presses of the image,
+    # however long the conversation below it (each answer's sources are one tab stop)
+    question = st.chat_input("Ask about this scan…", key="ask-input", max_chars=rt.settings.ask.max_question_chars)
     try:
         past = _history(rt, user, scan_id)
     except CasebookError as exc:
@@ -162,7 +165,6 @@ def chat_panel(rt: Runtime, user: CurrentUser, scan_id: str) -> None:
                     _assistant(m["content"], m["citedCaseIds"] or [], m["confidence"], f"{scan_id}-{i}")
                     if carries_to_guidelines(m["content"]) and i > 0:
                         _guideline_link(past[i - 1]["content"], f"{scan_id}-{i}")
-    question = st.chat_input("Ask about this scan…", key="ask-input", max_chars=rt.settings.ask.max_question_chars)
     box = _box(scan_id)
     clicked = box.take()
     choice: Choice = "auto"

@@ -115,13 +115,14 @@ def _jump(case_id: str) -> None:
 
 
 def citation_chips(case_ids: list[str], key: str) -> None:
-    """One chip per cited case; a click highlights and scrolls to its card."""
+    """An answer's cited cases as one keyboard group: a "Sources" disclosure naming them (one tab stop);
+    opened, one chip per case, and a click highlights and scrolls to its card."""
     if not case_ids:
         return
-    with st.container(horizontal=True, key=f"chips-{key}"):
-        st.caption("Cited:")
+    label = "Sources: " + ", ".join(inert(cid) for cid in case_ids)
+    with st.expander(label, icon="🔗", key=f"chips-{key}"), st.container(horizontal=True):
         for cid in case_ids:
-            st.button(inert(cid), key=f"chip-{key}-{cid}", icon="🔗", on_click=_jump, args=(cid,), type="tertiary")
+            st.button(inert(cid), key=f"chip-{key}-{cid}", on_click=_jump, args=(cid,), type="tertiary")
 
 
 def confidence_badge(confidence: str | None) -> None:

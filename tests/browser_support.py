@@ -32,6 +32,7 @@ __all__ = [
     "BROWSER_MARKS",
     "BROWSER_TIMEOUT_MS",
     "ServedApp",
+    "ask_ai",
     "chromium_page",
     "confirm_ai_statements",
     "open_patient",
@@ -137,6 +138,26 @@ def to_scan_review(page: Page) -> None:
     url = urlsplit(page.url)
     page.goto(f"{url.scheme}://{url.netloc}/scan_review")
     expect(page.get_by_role("heading", name="Scan Review")).to_be_visible()
+
+
+def ask_ai(page: Page, question: str) -> None:
+    """Submit ``question`` in Ask AI and wait until it shows; a rerun still painting the page may swallow
+    the first Enter, so it tries again (the caller waits for the answer it expects)."""
+    from playwright.sync_api import expect
+
+    asked = page.locator("[data-testid='stChatMessage']").filter(has_text=question)
+    for _ in range(3):
+        wait_idle(page)
+        chat = page.get_by_placeholder("Ask about this scan…")
+        chat.fill(question)
+        chat.press("Enter")
+        try:
+            # a third of the ceiling per try: a swallowed Enter is retried, a slow rerun is waited for
+            expect(asked.first).to_be_visible(timeout=BROWSER_TIMEOUT_MS / 3)
+            return
+        except AssertionError:
+            continue
+    expect(asked.first).to_be_visible()
 
 
 def confirm_ai_statements(page: Page) -> int:

@@ -84,7 +84,10 @@ def test_doctor_review_flow_and_patient_view(server: tuple[str, Path]) -> None:
             chat = page.get_by_placeholder("Ask about this scan…")
             chat.fill("What happened to similar patients?")
             chat.press("Enter")
-            chip = page.locator("[class*='st-key-chip-']").first
+            sources = page.locator("[class*='st-key-chips-']").first  # an answer's citations: one group
+            expect(sources).to_contain_text("Sources: HC-")
+            sources.locator("summary").click()
+            chip = sources.locator("[class*='st-key-chip-']").first
             expect(chip).to_be_visible()
             expect(page.get_by_text("confidence", exact=False).first).to_be_visible()
             cited = chip.inner_text().strip().lstrip("🔗").strip()
