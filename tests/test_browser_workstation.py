@@ -12,22 +12,27 @@ Screenshots go to docs/screenshots/workstation/.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pydicom
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 
 from core.imaging.importer import import_images
+from core.reports import AI_MARK
 from core.runtime import open_runtime
 from core.settings import REPO_ROOT
-from core.store.models import AuditLog, ImageSeries, Report
+from core.store.models import AuditLog, ImageSeries, Report, ReportDraft
 from tests.browser_support import (
     ARTIFACTS,
     BROWSER_MARKS,
     BROWSER_TIMEOUT_MS,
+    ask_ai,
     chromium_page,
     confirm_ai_statements,
     served_copy,
@@ -43,7 +48,7 @@ TIMEOUT_MS = BROWSER_TIMEOUT_MS  # the shared ceiling; the test waits for the pa
 
 
 @pytest.fixture()
-def server(demo_root: Path, tmp_path: Path) -> Iterator[tuple[str, Path, str]]:
+def server(demo_root: Path, tmp_path: Path) -> Iterator[tuple[str, Path, str]]:  # base URL, root, scan id
     """The app over a private demo copy whose tension-pneumothorax scan also holds a real CT series."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     with served_copy(demo_root, tmp_path, tmp_path / "streamlit.log") as app:
@@ -86,11 +91,26 @@ def _drag(page: Any, x0: float, y0: float, x1: float, y1: float, button: str = "
     page.mouse.up(button=button)
 
 
+def _hu(series: Path, frame: int) -> np.ndarray:
+    """Slice ``frame`` of the imported series as pydicom reads it, in HU: stored * RescaleSlope + RescaleIntercept."""
+    ds = pydicom.dcmread(series / f"ct{frame:03d}.dcm")
+    return ds.pixel_array.astype(np.float64) * float(ds.RescaleSlope) + float(ds.RescaleIntercept)
+
+
+def _focus(page: Any) -> dict[str, Any]:
+    """What has the keyboard focus in the page: tag, placeholder, text, and whether it is in a citation group."""
+    return dict(page.evaluate(
+        "() => { const e = document.activeElement; return {tag: e?.tagName || '', text: (e?.innerText || '').trim(),"
+        " placeholder: e?.getAttribute('placeholder') || '', group: !!e?.closest(\"[class*='st-key-chips-']\")}; }"
+    ))  # fmt: skip
+
+
 def test_read_report_critical_result_sign_and_amend(server: tuple[str, Path, str]) -> None:
     from playwright.sync_api import expect
 
     expect.set_options(timeout=TIMEOUT_MS)
     base, root, khan = server
+    series = root / "ct"  # the imported slices (the fixture's real_ct_series): the numpy reference reads them
     with chromium_page(768, TIMEOUT_MS, ARTIFACTS / "workstation-failure.png") as page:
         page.set_viewport_size({"width": 1366, "height": 768})
         # the worklist: critical AI readings first
@@ -140,6 +160,42 @@ def test_read_report_critical_result_sign_and_amend(server: tuple[str, Path, str
         frame.get_by_role("button", name="HU probe (left drag)", exact=False).click()
         page.mouse.click(x, y + h / 6)
         expect(measured).to_contain_text(re.compile(r"Point -?\d+ HU"))
+        # the HU value is the stored value of the DICOM under the probe: stored * slope + intercept (numpy)
+        probe = vp.evaluate(
+            "() => casebookViewer.annotations().filter(a => a.tool === 'Probe')"
+            ".map(a => { const [t, st] = Object.entries(a.stats)[0]; return [t, st.index, st.value]; })"
+        )
+        (target, index, value), shown_slice = probe[0], int(vp.get_attribute("data-slice") or 0)
+        k = int(target.rsplit(":", 1)[1])
+        assert k == shown_slice - 1 and value == _hu(series, k)[index[1], index[0]]
+        # an ROI: Cornerstone's mean, SD, min, max and area against numpy on pydicom's pixels under the rectangle
+        frame.get_by_role("button", name="ROI (left drag)", exact=False).click()
+        _drag(page, x - w / 8, y - h / 8, x + w / 9, y + h / 10)
+        expect(measured).to_contain_text(re.compile(r"ROI mean -?\d+\.\d ± \d+\.\d HU, min -?\d+ max -?\d+, area"))
+        # the component's own done state: statistics computed for the rectangle's final corners, and listed
+        viewer_frame = measured.element_handle().owner_frame()
+        assert viewer_frame is not None
+        viewer_frame.wait_for_function(
+            "() => { const r = casebookViewer.rois(); return r.length === 1 && !r[0].stale"
+            " && document.getElementById('measurements').dataset.rois === JSON.stringify(r); }"
+        )
+        (roi,) = json.loads(measured.get_attribute("data-rois") or "[]")
+        (ci0, cj0), (ci1, cj1) = roi["corners"]  # continuous pixel indices: an integer is a pixel's centre
+        i0, i1 = int(np.ceil(min(ci0, ci1))), int(np.floor(max(ci0, ci1)))  # the pixels whose centres lie inside
+        j0, j1 = int(np.ceil(min(cj0, cj1))), int(np.floor(max(cj0, cj1)))
+        pixels = _hu(series, roi["frame"])[j0 : j1 + 1, i0 : i1 + 1]
+        row_mm, col_mm = (float(v) for v in pydicom.dcmread(series / "ct000.dcm").PixelSpacing)
+        assert roi["frame"] == shown_slice - 1 and pixels.size >= 100 and roi["unit"] == "HU"
+        assert (roi["min"], roi["max"]) == (pixels.min(), pixels.max())
+        assert roi["mean"] == pytest.approx(pixels.mean(), rel=1e-9)
+        assert roi["sd"] == pytest.approx(pixels.std(), rel=1e-9)  # the population SD (numpy's default, ddof=0)
+        assert roi["area"] == pytest.approx(abs(ci1 - ci0) * col_mm * abs(cj1 - cj0) * row_mm, rel=1e-6)  # mm²
+        expect(measured).to_contain_text(
+            f"ROI mean {pixels.mean():.1f} ± {pixels.std():.1f} HU, min {pixels.min():.0f} max {pixels.max():.0f}, "
+            f"area {roi['area']:.1f} mm"
+        )
+        print(f"ROI {pixels.shape} px on slice {roi['frame'] + 1}: browser {roi}; numpy mean {pixels.mean():.6f} "
+              f"sd {pixels.std():.6f} min {pixels.min()} max {pixels.max()}")  # fmt: skip
         _shot(page, "03-measured.png")
         # cine: the slice moves by itself, then stops
         shown = vp.get_attribute("data-slice")
@@ -149,14 +205,40 @@ def test_read_report_critical_result_sign_and_amend(server: tuple[str, Path, str
         frame.get_by_role("button", name="Play or stop cine", exact=False).click()
         expect(frame.locator("body")).to_have_attribute("data-cine", "stopped")
 
-        # the chat box is within three Tab presses of the image
+        # Ask AI: a cited answer, whose citations are one keyboard group (one "Sources" tab stop)
+        ask_ai(page, "how many of the similar pts died?")
+        sources = page.locator("[class*='st-key-chips-']").first
+        expect(sources).to_contain_text(re.compile(r"Sources: HC-\d+"))
+        _settle(page)
+        # the chat box is within three Tab presses of the image, with the cited answer on the page
         vp.focus()
-        for _ in range(3):
+        presses = 0
+        while presses < 3:
             page.keyboard.press("Tab")
-            if page.evaluate("document.activeElement?.getAttribute('placeholder') || ''").startswith("Ask about"):
+            presses += 1
+            if _focus(page)["placeholder"].startswith("Ask about"):
                 break
         else:
-            pytest.fail("the chat box is more than three Tab presses from the image")
+            pytest.fail(f"the chat box is more than three Tab presses from the image (focus on {_focus(page)})")
+        print(f"Tab presses from the image to the chat box: {presses}")
+        # one Tab on from the box is the answer's Sources; the next leaves the group, whatever it cites
+        page.keyboard.press("Tab")
+        here = _focus(page)
+        assert here["group"] and here["tag"] == "SUMMARY" and "Sources: HC-" in here["text"], here
+        page.keyboard.press("Tab")
+        assert not _focus(page)["group"], "one tab stop for the whole group"
+        page.keyboard.press("Shift+Tab")
+        page.keyboard.press("Enter")  # opens the disclosure: its chips are reachable inside it
+        page.wait_for_function(  # the disclosure's own state: open, its opening animation over
+            "() => { const d = document.activeElement?.closest('details');"
+            " return !!d && d.open && d.getAnimations({subtree: true}).length === 0; }"
+        )
+        page.keyboard.press("Tab")
+        chip = _focus(page)
+        assert chip["group"] and chip["tag"] == "BUTTON" and re.fullmatch(r"HC-\d+", chip["text"]), chip
+        _shot(page, "03b-ask-ai-sources.png")  # the Sources opened from the keyboard, its first chip focused
+        page.keyboard.press("Enter")
+        expect(page.locator(f".st-key-case-{chip['text']}")).to_contain_text("📌")  # the cited card, highlighted
 
         # a similar case beside the current image
         thumbs = page.locator(".st-key-neighbour-thumbs")
@@ -232,11 +314,33 @@ def test_read_report_critical_result_sign_and_amend(server: tuple[str, Path, str
             events = list(s.scalars(select(AuditLog.action).where(AuditLog.scan_ref == khan)))
         assert "critical.communicated" in events and "draft.sign" in events
         page.get_by_text(f"Amend report #{report.id}", exact=False).click()
-        page.get_by_role("textbox", name="IMPRESSION").last.fill(report.impression + " Chest drain placed.")
+        amend_recs = page.get_by_role("textbox", name="RECOMMENDATIONS").last
+        expect(amend_recs).not_to_have_value(re.compile("ATTESTATION"))  # the signed version keeps its own
+        # a sentence pasted from an AI draft keeps its mark: the amendment must attest it as signing does
+        ai = f"Small residual apical pneumothorax after drainage ({AI_MARK})."
+        page.get_by_role("textbox", name="IMPRESSION").last.fill(f"{report.impression} Chest drain placed. {ai}")
         page.get_by_role("textbox", name="Reason for the amendment").fill("Drain placement recorded after signing.")
         page.get_by_role("textbox", name="Reason for the amendment").press("Tab")
         _settle(page)
         page.get_by_text("I sign this amendment").click()
+        attest = page.locator(".st-key-amend-attest [data-testid='stCheckbox']")
+        expect(attest).to_have_count(1)
+        expect(page.get_by_role("button", name="Sign amendment")).to_be_disabled()
+        attest.first.locator("label").click()
+        _settle(page)
         page.get_by_role("button", name="Sign amendment").click()
         expect(page.get_by_text("Signed amended report", exact=False)).to_be_visible()
+        with rt.db.read_only() as s:
+            v2 = s.scalars(select(Report).where(Report.supersedes_id == report.id)).one()
+            kept = s.scalars(select(ReportDraft).where(ReportDraft.report_id == v2.id)).one()
+            amended = s.scalars(select(AuditLog).where(AuditLog.action == "report.amend")).one()
+            assert s.scalar(select(func.count()).where(Report.scan_id == khan)) == 2
+        assert AI_MARK not in v2.impression and "Small residual apical pneumothorax after drainage." in v2.impression
+        assert v2.recommendations.count("ATTESTATION:") == 1 and "CRITICAL RESULT: communicated to Dr. A. Osei" in v2.recommendations
+        assert "amended report (amending version 1) and sign it as my own. Its 1 AI-derived" in v2.recommendations
+        assert ai in kept.impression and amended.detail["ai_confirmed"] == 1, "the AI provenance stays in the history"
+        new = page.locator(f".st-key-report-{v2.id}")
+        expect(new).to_contain_text("ATTESTATION: I, Dr. Sarah Chen, reviewed the images and this amended report")
+        expect(new).not_to_contain_text(AI_MARK)
+        new.scroll_into_view_if_needed()
         _shot(page, "08-amended.png")
