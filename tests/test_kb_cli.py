@@ -49,31 +49,31 @@ def base(tmp_path: Path) -> list[str]:
 
 
 def test_ingest_search_stats_delete(base: list[str], capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run([*base, "kb", "ingest-spl", str(DATA), "--kb", "user", "--json"], capsys)
+    code, out, err = run([*base, "kb", "ingest-spl", str(DATA), "--kb", "druglabels", "--json"], capsys)
     assert code == 0
     report = json.loads(out)
     assert report["docs_added"] == 1 and len(report["skipped"]) == 5
     assert "parse spl" in err  # tqdm progress goes to stderr
 
     code, out, _ = run(
-        [*base, "kb", "search", "lactic acidosis risk factors", "--kb", "user", "--top-k", "2", "--json"], capsys
+        [*base, "kb", "search", "lactic acidosis risk factors", "--kb", "druglabels", "--top-k", "2", "--json"], capsys
     )
     rows = json.loads(out)
     assert code == 0 and len(rows) == 2
     assert rows[0]["drug"] == "Glumetza Test" and rows[0]["loinc"] in {"43685-7", "34066-1"}
     assert {"chunk_id", "score", "dense_score", "bm25_score", "section", "drug_names", "text"} <= set(rows[0])
 
-    code, out, _ = run([*base, "kb", "search", "lactic acidosis", "--kb", "user", "--mode", "bm25", "--json"], capsys)
+    code, out, _ = run([*base, "kb", "search", "lactic acidosis", "--kb", "druglabels", "--mode", "bm25", "--json"], capsys)
     assert all(r["dense_score"] is None and r["bm25_score"] > 0 for r in json.loads(out))
 
     code, out, _ = run([*base, "kb", "stats", "--json"], capsys)
     stats = json.loads(out)
-    assert stats["user"]["n_docs"] == 1 and stats["guidelines"] == {"exists": False}
+    assert stats["druglabels"]["n_docs"] == 1 and stats["guidelines"] == {"exists": False}
 
-    doc_id = stats["user"]["documents"][0]["doc_id"]
-    code, out, _ = run([*base, "kb", "delete", doc_id, "--kb", "user", "--json"], capsys)
+    doc_id = stats["druglabels"]["documents"][0]["doc_id"]
+    code, out, _ = run([*base, "kb", "delete", doc_id, "--kb", "druglabels", "--json"], capsys)
     assert code == 0 and json.loads(out)["chunks_removed"] == 5
-    code, out, err = run([*base, "kb", "delete", doc_id, "--kb", "user"], capsys)
+    code, out, err = run([*base, "kb", "delete", doc_id, "--kb", "druglabels"], capsys)
     assert code == 2 and "error: No document" in err and "hint:" in err
 
 

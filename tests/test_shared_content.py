@@ -178,3 +178,68 @@ def test_the_page_names_each_bullets_origin_and_never_answers_with_the_conflict(
     at = at.run()
     shown = texts(at)
     assert "shown as a conflict" in shown and "INSTRUCTION" not in shown, shown[:2000]
+
+
+# -- the command line fills the shared space the same way (issue 26: `kb ingest-* --kb user` skipped approval) --
+KB_DATA = Path(__file__).parent / "data" / "kb"
+
+
+def test_cli_ingest_into_the_shared_space_is_an_upload_and_a_share_request(
+    demo_kb_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: `kb ingest-guidelines FILE --kb user` wrote straight into every doctor's answers.
+
+    Now every variant without a doctor who owns the upload is refused and changes nothing; with
+    ``--owner`` the files land in that doctor's own space and each becomes a share request that only
+    a second doctor's approval turns into a shared document (audited), as on the page.
+    """
+    import json
+
+    from tests.conftest import copy_data
+    from tests.test_kb_cli import run
+
+    copy_data(demo_kb_root / "data", tmp_path / "data")
+    shutil.copytree(demo_kb_root / "indexes", tmp_path / "indexes", symlinks=True)
+    base = ["--preset", "test", "--set", f"paths.data_dir={tmp_path / 'data'}", "--set",
+            f"paths.index_dir={tmp_path / 'indexes'}", "--set", "kb.progress=false"]  # fmt: skip
+    rt = Runtime(make_settings(tmp_path, kb={"progress": False}))
+    spaces, md = DocumentSpaces(rt.kb), str(KB_DATA / "guideline_small.md")
+    shared_before = [d.doc_id for d in spaces.documents("u1") if d.shared]
+    refused = {  # argv -> what the error says
+        ("ingest-guidelines", md, "--kb", "user"): "--owner",
+        ("ingest-spl", str(KB_DATA / "spl_metformin.xml"), "--kb", "user"): "--owner",
+        ("ingest-spl", str(KB_DATA), "--kb", "user"): "--owner",
+        ("ingest-realistic",): "--owner",  # its default target is the shared space
+        ("ingest-realistic", "--kb", "user.u2"): "--owner",
+        ("ingest-guidelines", md, "--kb", "user", "--owner", "u3"): "not a doctor",  # a patient
+        ("ingest-guidelines", md, "--kb", "user", "--owner", "dr.chen"): "owner key",
+        ("ingest-guidelines", md, "--kb", "user", "--owner", "u1; DROP TABLE users"): "owner key",
+        ("ingest-guidelines", md, "--kb", "user", "--owner", "u999999"): "not a doctor",
+    }
+    for argv, says in refused.items():
+        code, _, err = run([*base, "kb", *argv], capsys)
+        assert code == 2 and says in err, (argv, err)
+    assert Sharing(spaces, rt.db).pending() == [] and spaces.documents("u1", include_shared=False) == []
+    with pytest.raises(AccessDeniedError):  # a doctor's own space other than the owner's
+        Sharing(spaces, rt.db).upload_and_request("u1", [("x.md", b"# x\n\nText.\n")], "user.u2")
+
+    code, out, _ = run([*base, "kb", "ingest-guidelines", md, "--kb", "user", "--owner", "u1", "--json"], capsys)
+    added = json.loads(out)
+    assert code == 0 and added["kb"] == "user.u1" and len(added["share_requests"]) == added["docs_added"] == 1
+    assert [d.doc_id for d in spaces.documents("u2") if d.shared] == shared_before  # not shared yet
+    code, out, _ = run([*base, "kb", "docs", "requests", "--owner", "u2", "--json"], capsys)
+    assert [r["id"] for r in json.loads(out)] == added["share_requests"]
+    rid = added["share_requests"][0]
+    code, _, err = run([*base, "kb", "docs", "approve", rid, "--owner", "u1"], capsys)
+    assert code == 2 and "second doctor" in err
+    code, out, _ = run([*base, "kb", "docs", "approve", rid, "--owner", "u2", "--json"], capsys)
+    assert code == 0
+    shared = [d for d in spaces.documents("u2") if d.shared and d.doc_id not in shared_before]
+    assert [(d.uploader, d.approved_by) for d in shared] == [("u1", "u2")]
+    assert _events(rt)[-3:] == [("share.request", "ok"), ("share.approve", "refused"), ("share.approve", "ok")]
+
+    # a folder is read for the file types an upload takes; each document is a request of its own
+    code, out, _ = run([*base, "kb", "ingest-spl", str(KB_DATA), "--kb", "user", "--owner", "u2", "--json"], capsys)
+    folder = json.loads(out)
+    assert code == 0 and folder["docs_added"] >= 1 and len(folder["share_requests"]) == folder["docs_added"]
+    assert {s["source"] for s in folder["skipped"]} >= {"xxe.xml", "garbage.xml"}

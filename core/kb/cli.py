@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from core.kb.specs import KB_NAMES, kbs_for_kind
 
 __all__ = ["register"]
+
+_OWNER_HELP = (
+    "For a document space (user, user.u<id>): the doctor (u<user id>) whose upload this is; for the shared "
+    "space a share request is filed that a second doctor approves."
+)
 
 
 def _kb(args: argparse.Namespace) -> Any:
@@ -21,11 +27,55 @@ def _ingest(kind: str, default_kb: str) -> Any:
     def run(args: argparse.Namespace) -> int:
         from core.cli import emit
 
-        report = _kb(args).ingest(args.paths, kind, args.kb or default_kb, rebuild=args.rebuild)
+        target = args.kb or default_kb
+        if _is_space(target):
+            return _ingest_as_upload(args, target, [Path(p) for p in args.paths])
+        report = _kb(args).ingest(args.paths, kind, target, rebuild=args.rebuild)
         emit(report.to_json(), args.json)
         return 1 if report.errors and not report.docs else 0
 
     return run
+
+
+def _is_space(kb: str) -> bool:
+    from core.kb.spaces import SHARED_SPACE
+    from core.kb.types import SPACE_PREFIX
+
+    return kb == SHARED_SPACE or kb.startswith(SPACE_PREFIX)
+
+
+def _need_owner(args: argparse.Namespace, space: str) -> None:
+    from core.errors import InvalidInputError
+
+    if not args.owner:
+        raise InvalidInputError(
+            f"Documents enter the document space {space!r} only as a doctor's upload: name the doctor with --owner",
+            hint="--owner u<user id> adds them to that doctor's documents and, for the shared space, files a share "
+            "request that a second doctor approves (kb docs approve, or the My documents tab).",
+        )
+
+
+def _ingest_as_upload(args: argparse.Namespace, space: str, paths: list[Path]) -> int:
+    """A document space is filled the way the page fills it: the owner's upload, then a share request.
+
+    Folders are read for the file types an upload takes; nothing enters the shared space until
+    a second doctor approves (``kb docs approve``, or the My documents tab).
+    """
+    from core.cli import emit
+    from core.kb.sharing import Sharing
+    from core.kb.spaces import UPLOAD_TYPES, DocumentSpaces
+    from core.runtime import Runtime
+
+    _need_owner(args, space)
+    files = [f for p in paths for f in (sorted(p.rglob("*")) if p.is_dir() else [p])]
+    files = [f for f in files if f.is_file() and (f in paths or f.suffix.lower().lstrip(".") in UPLOAD_TYPES)]
+    spaces = DocumentSpaces(_kb(args))
+    sharing = Sharing(spaces, Runtime(spaces.settings).db)
+    report, requests = sharing.upload_and_request(args.owner, [(f.name, f.read_bytes()) for f in files], space)
+    emit({**report.to_json(), "share_requests": requests}, args.json)
+    if requests and not args.json:
+        print(f"Not shared yet: {len(requests)} share request(s) wait for a second doctor's approval.")
+    return 1 if report.errors and not report.docs else 0
 
 
 def _build(args: argparse.Namespace) -> int:
@@ -40,8 +90,12 @@ def _build(args: argparse.Namespace) -> int:
 
 def _ingest_realistic(args: argparse.Namespace) -> int:
     from core.cli import emit
-    from core.kb.demo.realistic import ingest_realistic
+    from core.kb.demo.realistic import ingest_realistic, realistic_files
 
+    if _is_space(args.kb):
+        _need_owner(args, args.kb)  # before the PDF is rendered
+        pdfs, labels = realistic_files(_kb(args).settings)
+        return _ingest_as_upload(args, args.kb, [*pdfs, *labels])
     reports = ingest_realistic(_kb(args), args.kb)
     emit({"ingested": [r.to_json() for r in reports]}, args.json)
     return 1 if any(r.errors for r in reports) else 0
@@ -204,6 +258,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         p = kbsub.add_parser(name, help=f"Ingest {what}.")
         p.add_argument("paths", nargs="+", help="Files, folders or zip archives.")
         p.add_argument("--kb", choices=choices, default=None, help=f"Target knowledge base (default {default}).")
+        p.add_argument("--owner", default=None, help=_OWNER_HELP)
         p.add_argument("--rebuild", action="store_true", help="Replace the index with only these documents.")
         p.add_argument("--json", action="store_true", help="Print the report as JSON.")
         p.set_defaults(func=_ingest(kind, default))
@@ -219,6 +274,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "(assets/kb/realistic; demo data, not for clinical use).",
     )
     p.add_argument("--kb", default="user", help="Target knowledge base or document space (default: shared space).")
+    p.add_argument("--owner", default=None, help=_OWNER_HELP)
     p.add_argument("--json", action="store_true", help="Print the reports as JSON.")
     p.set_defaults(func=_ingest_realistic)
 

@@ -11,12 +11,15 @@ import re
 import shutil
 import time
 import uuid
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from core import audit as audit_events
-from core.errors import AccessDeniedError, NotFoundError
+from core.errors import AccessDeniedError, InvalidInputError, NotFoundError
+from core.kb.provenance import SHARED_SPACE
 
 if TYPE_CHECKING:
+    from core.kb.index.ingest import IngestReport
     from core.kb.spaces import DocumentSpaces
     from core.store.db import Database
 
@@ -51,6 +54,42 @@ class Sharing:
         self._audit(audit_events.SHARE_REQUEST, owner, rid, doc=doc_id)
         return rid
 
+    def upload_and_request(
+        self, owner: str, files: Sequence[tuple[str, bytes]], space: str = SHARED_SPACE
+    ) -> tuple[IngestReport, list[str]]:
+        """What a command-line ingest into a document space does: the page's path, never a shortcut.
+
+        The files go to ``owner``'s own space as an upload does (size limit, bounded parsing,
+        instruction-like sentences kept out, the uploader recorded); for the shared ``space`` a
+        share request is filed for each document (audited), and nothing is shared until a
+        second doctor approves it. A doctor's own space other than ``owner``'s is refused.
+        """
+        from core.kb.spaces import space_of
+
+        self._doctor(owner)
+        if space not in (SHARED_SPACE, space_of(owner)):
+            raise AccessDeniedError(
+                f"{space!r} is another doctor's document space",
+                hint=f"Documents go to the owner's own space ({space_of(owner)}) or, after approval, the shared one.",
+            )
+        report = self.spaces.upload(owner, files)
+        return report, [self.request(owner, doc_id) for doc_id in report.docs] if space == SHARED_SPACE else []
+
+    def _doctor(self, owner: str) -> None:
+        """Refuse an owner key that is not ``u<id>`` of a doctor (checked when a database is at hand)."""
+        if not re.fullmatch(r"u\d{1,12}", owner):
+            raise InvalidInputError(f"{owner!r} is not an owner key", hint="Use u<user id>, e.g. u3.")
+        if self.db is None:
+            return
+        from sqlalchemy import select
+
+        from core.store.models import User
+
+        with self.db.read_only() as s:
+            role = s.scalar(select(User.role).where(User.id == int(owner[1:])))
+        if role != "doctor":
+            raise AccessDeniedError(f"{owner} is not a doctor", hint="Documents are uploaded and shared by doctors.")
+
     def pending(self) -> list[dict[str, Any]]:
         """Open requests, oldest first."""
         out = [json.loads(p.read_text()) for p in self.folder.glob("*.json")] if self.folder.is_dir() else []
@@ -65,7 +104,6 @@ class Sharing:
     def approve(self, approver: str, rid: str) -> list[str]:
         """Ingest the requested original into the shared space; the requester may not approve (audited)."""
         from core.kb.index.ingest import IngestReport
-        from core.kb.spaces import SHARED_SPACE
 
         entry = self._take(rid)
         if approver == entry["owner"]:
