@@ -185,7 +185,7 @@ class Runtime:
         shared embedder, which loads on the first question)."""
         from sqlalchemy import select
 
-        from core.answer.intent_model import IntentModel
+        from core.answer.intent_model import WORD_KIND_PATH, IntentModel
         from core.answer.kit import AskKit
         from core.answer.lexicon import ConditionLexicon
         from core.answer.reader import QuestionReader
@@ -200,6 +200,7 @@ class Runtime:
             embed_model_id=lambda: self.embedder.model_id,
             model=IntentModel.load(),
             fallback_below=self.settings.ask.read_as_below,
+            word_kind=IntentModel.load(WORD_KIND_PATH),
         )
         return AskKit(self.settings, self.db, self.case_search, self.guard_lists, lexicon, reader)
 

@@ -9,6 +9,7 @@ data (real SQLite, FAISS, the shipped intent model over the project's e5 embedde
   follow-up for this patient ("follow up mri interval", "biopsy him?") and a go-ahead
   ("when is it safe for him to fly") get the pointer, saying whether Guideline QA covers it;
 * a lone finding ("DVT?") is looked up in the evidence, never sent to the pointer;
+* a patient detail in everyday words ("any of them pregnant") is stated as not recorded;
 * requests that are not about a scan get the off-topic answer and cite nothing;
 * questions about past cases that name a procedure, or a summary, are still answered.
 """
@@ -23,7 +24,7 @@ import pytest
 from core.answer.compose import is_pointer
 from core.answer.guards_text import OFF_TOPIC
 from core.answer.understand import normalise
-from core.askeval.train import TEAM_EXAMPLES
+from core.askeval.train import TEAM_EXAMPLES, WORD_KINDS
 from core.contracts import INSUFFICIENT_DATA
 from core.runtime import Runtime
 from core.settings import REPO_ROOT
@@ -87,6 +88,16 @@ LONE_FINDINGS = [
     ("james.oconnor", "spondylolisthesis?", "Spondylolisthesis"),
     ("fatima.zahra", "any volvulus", "Volvulus"),
 ]
+# A patient detail named in everyday English: the word-kind model tells it from everyday words.
+PATIENT_DETAILS = [
+    ("fatima.zahra", "any of them pregnant", "Pregnant"),
+    ("maria.gonzalez", "any of the matches on a special diet", "Special diet"),
+    ("rahul.mehta", "did any of them smoke", "Smoke"),
+    ("rahul.mehta", "how many did regular exercise", "Regular exercise"),
+]
+# Everyday words in a count are not findings: no "Fine is not recorded".
+EVERYDAY_COUNTS = [("fatima.zahra", "how many did fine"), ("fatima.zahra", "how many ended up ok"),
+                   ("imran.khan", "how many are still alive")]  # fmt: skip
 # Questions about past cases that name a procedure, and a summary: answered from the evidence, never refused.
 ANSWERED = [
     ("fatima.zahra", "did any of them need surgery"),
@@ -138,6 +149,18 @@ def test_a_lone_finding_is_looked_up_in_the_evidence(demo: Runtime, user: str, q
     assert not is_pointer(shown) and f"{name} is not recorded in the evidence" in shown, shown
 
 
+@pytest.mark.parametrize(("user", "question", "name"), PATIENT_DETAILS)
+def test_a_patient_detail_in_everyday_words_is_not_recorded(demo: Runtime, user: str, question: str, name: str) -> None:
+    shown, _, _ = _ask(demo, user, question)
+    assert f"{name} is not recorded in the evidence" in shown, shown
+
+
+@pytest.mark.parametrize(("user", "question"), EVERYDAY_COUNTS)
+def test_everyday_words_in_a_count_are_not_findings(demo: Runtime, user: str, question: str) -> None:
+    shown, cited, _ = _ask(demo, user, question)
+    assert cited and "not recorded" not in shown and not shown.startswith(INSUFFICIENT_DATA), shown
+
+
 def _key(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", " ", normalise(text)[0]).strip()
 
@@ -150,5 +173,8 @@ def test_the_teams_examples_are_its_own() -> None:
     outside |= {_key(i["question"]) for i in json.loads((data / "ask_outside_questions.json").read_text())["items"]}
     doctor = {_key(i["question"]) for i in json.loads((data / "doctor_questions.json").read_text())["items"]}
     held_out = {_key(q) for _, q in TREATMENT + TREATMENT_IN_SCOPE + OFF_TOPIC_ASKS + ANSWERED}
-    held_out |= {_key(q) for _, q, _ in LONE_FINDINGS}
+    held_out |= {_key(q) for _, q, _ in LONE_FINDINGS + PATIENT_DETAILS} | {_key(q) for _, q in EVERYDAY_COUNTS}
+    kinds = json.loads(WORD_KINDS.read_text())
+    words = {_key(w) for w in kinds["clinical"] + kinds["everyday"]}
+    assert not words & {w for _, _, name in PATIENT_DETAILS for w in _key(name).split()}
     assert not team & outside and not team & doctor and not team & held_out

@@ -22,10 +22,12 @@ import numpy as np
 
 from core.answer.cues import Intent
 
-__all__ = ["INTENTS", "MODEL_PATH", "IntentModel", "features"]
+__all__ = ["INTENTS", "MODEL_PATH", "WORD_KIND_PATH", "IntentModel", "features"]
 
 INTENTS: tuple[str, ...] = tuple(get_args(Intent))
 MODEL_PATH = Path(__file__).parent / "data" / "intent_model.npz"
+# The word-kind model (same format, labels "clinical" / "everyday", features: a word's embedding alone).
+WORD_KIND_PATH = Path(__file__).parent / "data" / "word_kind.npz"
 
 
 def features(vectors: np.ndarray, cue_intents: list[str]) -> np.ndarray:

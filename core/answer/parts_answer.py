@@ -128,7 +128,10 @@ def count_concepts(
     for label, stem in u.attributes:  # a measurement or grade ("BI-RADS category"): named by its label
         if stem not in facts.evidence_text():
             missing.append(label)
+    term_words = {w for t in u.terms for w in re.findall(r"[a-z0-9]+", t)}  # the reader's clinical terms ("pregnant", by the word-kind model)
+    seen: set[str] = set()
     for concept in concepts_of(u.text, lexicon, facts.ai_diagnosis):
+        seen |= set(re.findall(r"[a-z0-9]+", concept.name))
         if attribute_words & set(re.findall(r"[a-z]+", concept.name)):
             continue
         pos: list[str] = []
@@ -138,11 +141,16 @@ def count_concepts(
             if hit is not None:
                 (pos if hit else neg).append(c.case_id)
         if not pos and not neg:
-            if concept.clinical:  # "ones like her ok" names nothing to look up: no "not recorded" for it
+            clinical = concept.clinical or bool(term_words & set(re.findall(r"[a-z0-9]+", concept.name)))
+            if clinical:  # "ones like her ok" names nothing to look up: no "not recorded" for it
                 missing += [o.name for o in concept.options if o.clinical] or [concept.name]
                 events_only = events_only and concept.event
             continue
         sentences.append(concept_count_sentence(concept.name, EventCount(concept.name, tuple(pos), tuple(neg), facts.n), facts))
+    for t in u.terms:  # a term the count's frame left out ("what's her blood pressure": every word is common English)
+        if not set(re.findall(r"[a-z0-9]+", t)) & seen and not _recorded_in(term_evidence(t), facts):
+            missing.append(t)
+            events_only = False
     return sentences, missing, events_only and not u.attributes
 
 

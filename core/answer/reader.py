@@ -120,11 +120,13 @@ class QuestionReader:
         embed_model_id: Callable[[], str] | None = None,
         model: IntentModel | None = None,
         fallback_below: float = 0.55,
+        word_kind: IntentModel | None = None,
     ) -> None:
         self.lexicon = lexicon or default_lexicon()
         self._embed = embed
         self._embed_model_id = embed_model_id
         self.model = model
+        self.word_kind = word_kind
         self.fallback_below = fallback_below
         self._checked = False
         self._domain_words: frozenset[str] | None = None
@@ -180,6 +182,20 @@ class QuestionReader:
             out.append((chosen, p, model.labels[second]))  # type: ignore[arg-type]
         return out
 
+    def _common_clinical(self, text: str, known: frozenset[str]) -> tuple[str, ...]:
+        """Common words (and runs of them) that name a patient's state or a measurement ("pregnant", "blood
+        pressure"), by the word-kind model over their embeddings: the frequency list cannot tell them from
+        everyday words ("stable", "fine")."""
+        if self.word_kind is None or self._embed is None or self._embed_model_id is None:
+            return ()
+        if not self.word_kind.usable(self._embed_model_id()):
+            return ()
+        runs = _common_runs(text, known)
+        if not runs:
+            return ()
+        predicted = self.word_kind.predict(self._embed(list(runs)))
+        return tuple(r for r, (label, p) in zip(runs, predicted, strict=True) if label == "clinical" and p >= 0.5)
+
     def read(self, question: str) -> Reading:
         """Split, classify and understand ``question`` (see the module docstring)."""
         if looks_injected(question):  # instructions aimed at the rules: one part, refused whole
@@ -197,6 +213,8 @@ class QuestionReader:
             u = understand(part, self.lexicon, intent=intent, confidence=p)
             terms = tuple(t for t in clinical_terms(text, known) if not _covered(t, u))
             terms += tuple(a for a in _abbreviations(part, known) if a not in terms and not _covered(a, u))
+            if u.intent == "count":  # what a count counts may be a common word ("any of them pregnant")
+                terms += tuple(w for w in self._common_clinical(text, known) if w not in terms and not _covered(w, u))
             if u.intent == "off_topic" and (
                 _ABOUT_PATIENT.search(text) or (p < self.fallback_below and (terms or u.entities or u.unknown))
             ):  # "not about a scan" for a part about this patient, or unsure for one naming a clinical term: the next reading
@@ -244,6 +262,23 @@ def _treatment_only_for_this_patient(text: str, intent: Intent) -> Intent:
     ):
         return "treatment"  # treatment words about no past case: a question about what to do for this patient
     return intent
+
+
+def _common_runs(text: str, known: frozenset[str]) -> tuple[str, ...]:
+    """Runs of common content words (Zipf 4.4 to 5.5) that no vocabulary, frame word or event already covers."""
+    from core.answer.concepts import FRAME
+
+    runs: list[str] = []
+    run: list[str] = []
+    for w in [*re.findall(r"[a-z][a-z'-]*[a-z]", text), ""]:
+        if (w and len(w) > 2 and w not in known and w not in FRAME and w not in COMMON and cue_intent(w) == "summary"
+                and 4.4 <= zipf_frequency(w, "en") < 5.5):  # fmt: skip
+            run.append(w)
+            continue
+        if run:
+            runs.append(" ".join(run))
+            run = []
+    return tuple(dict.fromkeys(runs))
 
 
 def _bare_term(text: str, action: bool) -> bool:

@@ -29,13 +29,15 @@ from typing import Any
 
 import numpy as np
 
-from core.answer.intent_model import INTENTS, MODEL_PATH, IntentModel, features
+from core.answer.intent_model import INTENTS, MODEL_PATH, WORD_KIND_PATH, IntentModel, features
 from core.answer.lexicon import ConditionLexicon, default_lexicon
 from core.answer.split import split_question
 from core.answer.understand import cue_intent, normalise
 
-__all__ = ["OUTSIDE_TO_INTENT", "TEAM_EXAMPLES", "examples", "train"]
+__all__ = ["OUTSIDE_TO_INTENT", "TEAM_EXAMPLES", "WORD_KINDS", "examples", "train", "train_word_kind"]
 
+# Common words that name a patient's state or a measurement, and everyday words (the word-kind model's data).
+WORD_KINDS = Path(__file__).parent / "data" / "word_kinds.json"
 # Parts the team wrote in its own words for phrasing classes the train splits lack (see its description).
 TEAM_EXAMPLES = Path(__file__).parent / "data" / "intent_examples.json"
 
@@ -117,6 +119,26 @@ def _accuracy(pred: list[str], gold: list[str]) -> float:
     return round(sum(p == g for p, g in zip(pred, gold, strict=True)) / len(gold), 4) if gold else 0.0
 
 
+def train_word_kind(embedder: Any, out: Path = WORD_KIND_PATH) -> dict[str, float]:
+    """Fit the word-kind model (clinical or everyday, over a word's e5 query embedding) and write it."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedKFold, cross_val_score
+
+    kinds = json.loads(WORD_KINDS.read_text())
+    words = [*kinds["clinical"], *kinds["everyday"]]
+    y = ["clinical"] * len(kinds["clinical"]) + ["everyday"] * len(kinds["everyday"])
+    x = embedder.embed_queries(words)
+    c = _choose_c(x, y)
+    folds = StratifiedKFold(n_splits=5, shuffle=True, random_state=0)
+    cv = float(cross_val_score(LogisticRegression(C=c, max_iter=5000), x, y, cv=folds).mean())
+    clf = LogisticRegression(C=c, max_iter=5000).fit(x, y)
+    labels = tuple(str(k) for k in clf.classes_)
+    w = np.vstack([-clf.coef_, clf.coef_]).astype(np.float32)  # binary: one row per label, softmax = the logistic
+    b = np.array([-clf.intercept_[0], clf.intercept_[0]], np.float32) / 2
+    IntentModel(labels, w / 2, b, embedder.model_id, "logreg").save(out)
+    return {"words": len(words), "C": c, "cv_accuracy": round(cv, 4)}
+
+
 def train(embedder: Any, data: Path, out: Path = MODEL_PATH) -> dict[str, Any]:
     """Train, compare on the test splits, write the better learned model and return the comparison."""
     train_ex, test_ex = examples(data, "train"), examples(data, "test")
@@ -144,5 +166,7 @@ def train(embedder: Any, data: Path, out: Path = MODEL_PATH) -> dict[str, Any]:
     best = max(designs, key=lambda n: scores[n]["all"])
     report["kept"] = best
     designs[best].save(out)
+    if out == MODEL_PATH:
+        report["word_kind"] = train_word_kind(embedder)
     out.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
     return report
