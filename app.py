@@ -12,10 +12,11 @@ from __future__ import annotations
 import streamlit as st
 
 from core.auth import CurrentUser
-from pages._shared import login_form, logout, resolve_user, sync_session_cookie
+from pages._shared import login_form, logout, resolve_user, sync_session_cookie, warn_if_cookie_readable
 from pages._text import inert
 
 st.set_page_config(page_title="Casebook", page_icon="🩺", layout="wide")
+warn_if_cookie_readable()  # plain `streamlit run app.py`: the session cookie cannot be HttpOnly; use `make serve`
 # captions and shortcut hints dark enough for WCAG AA contrast (4.5:1; Streamlit's faded captions give 2.95:1)
 st.html(
     "<style>[data-testid='stCaptionContainer'] { opacity: 1 !important; }"

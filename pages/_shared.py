@@ -10,7 +10,9 @@ and the index version. The URL carries only the opaque scan id.
 
 from __future__ import annotations
 
+import logging
 import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -157,6 +159,27 @@ def resolve_user() -> CurrentUser | None:
     if token is not None:
         st.session_state[SESSION_KEY] = token
     return user
+
+
+_COOKIE_WARNED: list[bool] = []  # once per process: Streamlit re-runs app.py, this module stays imported
+COOKIE_WARNING = (
+    "Casebook is running without serve.py (streamlit run app.py / make run): the session cookie is set by a "
+    "page script and is NOT HttpOnly, so any script in the page can read the session token. Use `make serve` "
+    "(streamlit run serve.py) in production."
+)
+
+
+def warn_if_cookie_readable() -> None:
+    """Log (and print to stderr) once per process that the session cookie is not HttpOnly outside serve.py.
+
+    A cookie written by ``document.cookie`` can never be HttpOnly, and plain ``streamlit run app.py``
+    has no server route that could send a ``Set-Cookie`` header (docs/RELIABILITY.md, class 9).
+    """
+    if os.environ.get(ENV_FLAG) or _COOKIE_WARNED:
+        return
+    _COOKIE_WARNED.append(True)
+    logging.getLogger("casebook").warning(COOKIE_WARNING)
+    print(f"WARNING: {COOKIE_WARNING}", file=sys.stderr)
 
 
 def sync_session_cookie() -> None:

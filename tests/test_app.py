@@ -52,6 +52,31 @@ def test_logged_out_app_shows_only_the_login_form(demo_env: Path) -> None:
     assert not at.chat_input and not at.sidebar.selectbox
 
 
+def test_plain_streamlit_run_warns_once_that_the_cookie_is_not_httponly(
+    demo_env: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Without serve.py the cookie is written by a page script and cannot be HttpOnly: app.py says so, once."""
+    import logging
+
+    import pages._shared as shared
+    from core.session_grants import ENV_FLAG
+
+    def warnings_after_two_runs() -> list[str]:
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="casebook"):
+            for _ in range(2):
+                assert not page("app").run().exception
+        return [r.getMessage() for r in caplog.records if r.name == "casebook"]
+
+    monkeypatch.setattr(shared, "_COOKIE_WARNED", [])
+    monkeypatch.delenv(ENV_FLAG, raising=False)
+    assert warnings_after_two_runs() == [shared.COOKIE_WARNING]
+    assert "make serve" in capfd.readouterr().err and "NOT HttpOnly" in shared.COOKIE_WARNING
+    monkeypatch.setattr(shared, "_COOKIE_WARNED", [])
+    monkeypatch.setenv(ENV_FLAG, "1")  # what serve.py sets: the /api/session route makes it HttpOnly
+    assert warnings_after_two_runs() == []
+
+
 def test_wrong_password_is_refused(demo_env: Path) -> None:
     at = page("app").run()
     at.text_input[0].input("dr.chen")
