@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from contextlib import closing
 from typing import TYPE_CHECKING, Any
 
 import streamlit as st
@@ -16,7 +17,9 @@ from pages._text import inert
 from pages._widgets import citation_chips, confidence_badge
 
 if TYPE_CHECKING:
-    from core.answer.service import AskResult
+    from collections.abc import Iterator
+
+    from core.answer.service import AskEvent, AskResult
     from core.auth import CurrentUser
     from core.llm.plan import Choice
     from core.runtime import Runtime
@@ -70,11 +73,37 @@ def _box(scan_id: str) -> ChoiceBox:
                      note="The instant answer above stands.")  # fmt: skip
 
 
+CANCELLED_NOTE = "Cancelled: the model was stopped. The instant answer from the similar cases stands."
+_FLASH = "ask_flash"
+
+
+def _cancel(rt: Runtime, scan_id: str, doctor_id: int, instant: AskEvent, started: float) -> None:
+    """The Cancel button's callback, run before the rerun paints: stop the model and free the scan in core.
+
+    Streamlit starts that rerun beside the run still streaming (``runner.fastReruns``), which stops
+    only at its next Streamlit call; the history and the next question must not wait for it.
+    """
+    from core.answer.service import cancel_answer
+
+    if cancel_answer(rt, scan_id, doctor_id, instant):  # False: the answer had arrived first, and stands
+        st.session_state[_FLASH] = (
+            f"Cancelled after {time.monotonic() - started:.0f} s: the model was stopped. Ask again at once."
+        )
+
+
 def _ask(rt: Runtime, user: CurrentUser, scan_id: str, question: str, key: str, choice: Choice = "auto") -> None:
     from core.answer.service import stream_answer
 
     llm = model_for(rt, choice)
-    events = stream_answer(rt, scan_id, question, user.id, llm, choice)
+    # closing(): when this run is stopped (a Cancel or any other click), the stop unwinds through here and
+    # closes the stream at once: the backend's connection is dropped and an unfinished question is stored
+    # as cancelled, instead of whenever the garbage collector gets to the generator
+    with closing(stream_answer(rt, scan_id, question, user.id, llm, choice)) as events:
+        _show(rt, user, scan_id, question, key, events)
+
+
+def _show(rt: Runtime, user: CurrentUser, scan_id: str, question: str, key: str, events: Iterator[AskEvent]) -> None:
+    """Render one streamed answer: the instant answer, the model's progress and Cancel, then the final answer."""
     try:
         first = next(events)
     except RateLimitedError as exc:
@@ -94,8 +123,10 @@ def _ask(rt: Runtime, user: CurrentUser, scan_id: str, question: str, key: str, 
         st.caption("Instant answer from the similar cases" + (" · the model is writing…" if runs else ""))
     if runs and plan is not None and (note := plan.note()):  # measured speed here, said up front
         st.caption(f"{inert(note)}. The instant answer stands if it runs out.")
+    cancel = st.empty()  # emptied once the answer is final: a Cancel left under it would cancel nothing
     if runs:  # a click reruns the page, which closes the stream: the backend stops between two tokens
-        st.button("Cancel", key=f"cancel-{key}", icon="⏹️", help="Stop the model; the instant answer stays.")
+        cancel.button("Cancel", key=f"cancel-{key}", icon="⏹️", help="Stop the model; the instant answer stays.",
+                      on_click=_cancel, args=(rt, scan_id, user.id, first, time.monotonic()))  # fmt: skip
     final: AskResult | None = first.result if first.result and first.result.path == "fixed" else None
 
     def deltas() -> Any:
@@ -121,6 +152,7 @@ def _ask(rt: Runtime, user: CurrentUser, scan_id: str, question: str, key: str, 
                 pass
     except CasebookError as exc:
         show_error("The answer stream failed", exc)
+    cancel.empty()
     box.empty()
     result = final or first.result
     if result is None:
@@ -163,8 +195,12 @@ def chat_panel(rt: Runtime, user: CurrentUser, scan_id: str) -> None:
                     st.caption("Answer pending… it appears here when ready (reload to refresh).")
                 else:
                     _assistant(m["content"], m["citedCaseIds"] or [], m["confidence"], f"{scan_id}-{i}")
+                    if m.get("cancelled"):
+                        st.caption(inert(CANCELLED_NOTE))
                     if carries_to_guidelines(m["content"]) and i > 0:
                         _guideline_link(past[i - 1]["content"], f"{scan_id}-{i}")
+    if note := st.session_state.pop(_FLASH, None):
+        st.info(inert(note), icon="⏹️")
     box = _box(scan_id)
     clicked = box.take()
     choice: Choice = "auto"

@@ -19,8 +19,10 @@ from core.store.models import Conversation, Message
 
 __all__ = [
     "PENDING_ANSWER",
+    "answer_status",
     "audit",
     "begin_exchange",
+    "cancel_exchange",
     "check_rate_limit",
     "complete_exchange",
     "history",
@@ -28,8 +30,10 @@ __all__ = [
     "record_exchange",
 ]
 
-# Content of an answer row while its question is being answered (see :func:`begin_exchange`).
+# Content of an answer row while its question is being answered (see :func:`begin_exchange`);
+# the row's ``status`` is "pending" until it is "answered" or "cancelled".
 PENDING_ANSWER = "\u2026 answer pending"
+PENDING, ANSWERED, CANCELLED = "pending", "answered", "cancelled"
 
 
 def check_rate_limit(
@@ -71,7 +75,7 @@ def _pending_since(s: Any, scan_id: str, doctor_id: int, stale_after_s: float) -
             Conversation.scan_id == scan_id,
             Conversation.doctor_id == doctor_id,
             Message.role == "assistant",
-            Message.content == PENDING_ANSWER,
+            Message.status == PENDING,
         )
     ).all()
     return any((r if r.tzinfo else r.replace(tzinfo=dt.UTC)) >= since for r in rows)
@@ -111,20 +115,47 @@ def begin_exchange(
             count_hit(s, doctor_id, "ask", limit=limit, window_s=window_s, now=t)
         conv = _conversation(s, scan_id, doctor_id)
         s.add(Message(conversation_id=conv, role="user", content=question))
-        pending = Message(conversation_id=conv, role="assistant", content=PENDING_ANSWER, cited_case_ids=[])
+        pending = Message(
+            conversation_id=conv, role="assistant", content=PENDING_ANSWER, cited_case_ids=[], status=PENDING
+        )
         s.add(pending)
         s.flush()
         return int(pending.id)
 
 
-def complete_exchange(db: Database, answer_id: int, answer: AskAnswer) -> None:
-    """Replace the pending answer row ``answer_id`` with the final answer."""
+def complete_exchange(db: Database, answer_id: int, answer: AskAnswer, *, status: str = ANSWERED) -> bool:
+    """Replace the pending answer row ``answer_id`` with ``answer``, now ``status``; False when it was no longer pending.
+
+    Only a pending row changes: an answer that arrives after its question was cancelled
+    never replaces what the doctor saw stored.
+    """
     with db.session() as s:
-        s.execute(
+        done = s.execute(
             update(Message)
-            .where(Message.id == answer_id)
-            .values(content=answer.answer, cited_case_ids=list(answer.citedCaseIds), confidence=answer.confidence)
+            .where(Message.id == answer_id, Message.status == PENDING)
+            .values(
+                content=answer.answer,
+                cited_case_ids=list(answer.citedCaseIds),
+                confidence=answer.confidence,
+                status=status,
+            )
+            .execution_options(synchronize_session=False)
         )
+        return bool(done.rowcount)  # type: ignore[attr-defined]  # a CursorResult for an UPDATE
+
+
+def answer_status(db: Database, answer_id: int) -> str | None:
+    """The status of the answer row ``answer_id`` (``pending``, ``answered``, ``cancelled``), None when there is none."""
+    with db.read_only() as s:
+        return s.scalar(select(Message.status).where(Message.id == answer_id))
+
+
+def cancel_exchange(db: Database, answer_id: int, instant: AskAnswer) -> bool:
+    """Store the pending answer ``answer_id`` as cancelled, with the ``instant`` answer; False when it was not pending.
+
+    This releases the in-flight marker at once: the next question on the scan is accepted.
+    """
+    return complete_exchange(db, answer_id, instant, status=CANCELLED)
 
 
 def record_exchange(db: Database, scan_id: str, doctor_id: int, question: str, answer: AskAnswer) -> int:
@@ -147,7 +178,11 @@ def record_exchange(db: Database, scan_id: str, doctor_id: int, question: str, a
 
 
 def history(db: Database, scan_id: str, doctor_id: int) -> list[dict[str, Any]]:
-    """The doctor's messages on a scan in submission order; a pending answer has ``pending`` True."""
+    """The doctor's messages on a scan in submission order.
+
+    Each has ``status`` (``pending``, ``answered``, ``cancelled``); a pending answer has ``pending`` True
+    and a cancelled one ``cancelled`` True (its content is the instant answer).
+    """
     with db.read_only() as s:
         rows = s.scalars(
             select(Message)
@@ -162,7 +197,9 @@ def history(db: Database, scan_id: str, doctor_id: int) -> list[dict[str, Any]]:
                 "citedCaseIds": m.cited_case_ids,
                 "confidence": m.confidence,
                 "at": m.created_at,
-                "pending": m.role == "assistant" and m.content == PENDING_ANSWER,
+                "status": m.status,
+                "pending": m.role == "assistant" and m.status == PENDING,
+                "cancelled": m.role == "assistant" and m.status == CANCELLED,
             }
             for m in rows
         ]

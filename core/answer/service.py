@@ -24,18 +24,28 @@ from core.answer.kit import AskKit, HasAskKit, kit_of
 from core.answer.parts_answer import PREDICTION_CAVEAT, about_future, covered_by_guidelines
 from core.answer.prompt import ask_messages, prompt_hash
 from core.answer.reader import Reading
-from core.answer.records import audit, begin_exchange, complete_exchange
+from core.answer.records import ANSWERED, CANCELLED, answer_status, audit, begin_exchange, complete_exchange
 from core.cases.bundle import build_context_bundle
 from core.contracts import Abstention, AskAnswer, BundleResult, no_comparable_answer
-from core.errors import CasebookError, InvalidInputError, NotFoundError
+from core.errors import BackendCancelledError, CasebookError, InvalidInputError, NotFoundError
 from core.llm.base import LLM
 from core.llm.budget import CancelToken, feature_budget
 from core.llm.plan import CallPlan, Choice, plan_call
 from core.store.models import User
 
-__all__ = ["ANSWER_FAILED", "AskEvent", "AskResult", "answer_readonly", "ask_question", "stream_answer"]
+__all__ = [
+    "ANSWER_FAILED",
+    "CANCELLED_REASON",
+    "AskEvent",
+    "AskResult",
+    "answer_readonly",
+    "ask_question",
+    "cancel_answer",
+    "stream_answer",
+]
 
 ANSWER_FAILED = "The answer could not be produced; please ask again."
+CANCELLED_REASON = "cancelled before the model finished"
 
 log = logging.getLogger(__name__)
 Path_ = Literal["fixed", "extractive", "llm"]
@@ -80,6 +90,8 @@ class AskEvent:
     text: str = ""
     result: AskResult | None = None
     plan: CallPlan | None = None  # on ``instant`` and ``final``: the model call's budget and estimate, or that it waits
+    exchange: int | None = None  # on ``instant``: the stored answer row (what :func:`cancel_answer` marks cancelled)
+    token: CancelToken | None = None  # on ``instant`` when the model starts: its budget and Cancel
 
 
 def _validate(rt: AskKit, question: str, doctor_id: int) -> str:
@@ -178,9 +190,18 @@ def _from_guard(
 
 
 def _finish(
-    rt: AskKit, scan_id: str, doctor_id: int, pending: int, res: AskResult, backend: str | None, phash: str | None
+    rt: AskKit,
+    scan_id: str,
+    doctor_id: int,
+    pending: int,
+    res: AskResult,
+    backend: str | None,
+    phash: str | None,
+    status: str = ANSWERED,
 ) -> None:
-    complete_exchange(rt.db, pending, res.answer)
+    if not complete_exchange(rt.db, pending, res.answer, status=status):
+        return  # cancelled meanwhile (cancel_answer stored and audited it): a late answer changes nothing
+    outcome = res.path if res.reason is None else f"{res.path}:fallback"
     audit(
         rt.db,
         actor_id=doctor_id,
@@ -188,7 +209,7 @@ def _finish(
         scan_ref=scan_id,
         backend=backend,
         prompt_hash=phash,
-        outcome=res.path if res.reason is None else f"{res.path}:fallback",
+        outcome=f"{res.path}:cancelled" if status == CANCELLED else outcome,
         detail={
             "removed": len(res.removed),
             "cited": len(res.answer.citedCaseIds),
@@ -263,9 +284,12 @@ def stream_answer(
     is not started: the instant answer is final, and the plan (``waits``) lets the page offer
     "run anyway" or the remote backend, each of which asks again with that ``choice``.
 
-    The question is stored before the first event. If the consumer stops early (a page rerun
-    while the model writes), the pending answer is completed with the instant one, so the
-    question is never left unanswered in the history.
+    The question is stored before the first event. If the consumer stops early (the doctor's
+    Cancel: the page closes the stream), the question is stored as cancelled with the instant
+    answer and the in-flight marker is released at once, so the next question is accepted;
+    the backend's stream is closed first (it stops between two tokens). A consumer must close
+    the generator when it stops (``contextlib.closing``): a generator left to the garbage
+    collector keeps the scan's marker until it is collected.
     """
     rt = kit_of(source)
     started = time.monotonic()
@@ -274,7 +298,8 @@ def stream_answer(
     try:
         messages = ask_messages(result, q, instant.answer.answer) if instant.path != "fixed" else None
         plan = plan_call(rt.settings, "ask", llm, messages, choice)
-        yield AskEvent("instant", instant.answer.answer, instant, plan)
+        token = plan.token() if plan.starts and llm is not None and messages is not None else None
+        yield AskEvent("instant", instant.answer.answer, instant, plan, exchange=pending, token=token)
         if llm is None or messages is None or not plan.starts:
             kept = instant
             if plan.waits and plan.estimate is not None:  # nothing left the process: no backend in the audit row
@@ -285,7 +310,7 @@ def stream_answer(
             return
         parts: list[str] = []
         final: AskResult | None = None
-        token = plan.token()
+        assert token is not None
         try:
             for delta in token.bind(llm).stream(messages):
                 parts.append(delta)
@@ -293,6 +318,8 @@ def stream_answer(
                 if token.expired():
                     final = replace(instant, path="extractive", fallback="the model was slower than its time budget")
                     break
+        except BackendCancelledError:  # the token was cancelled: stored as the doctor's Cancel (finally below)
+            return
         except CasebookError as exc:
             final = replace(instant, path="extractive", fallback=f"the model failed: {exc}")
         if final is None:
@@ -303,8 +330,37 @@ def stream_answer(
         done = True
         yield AskEvent("final", result=final, plan=plan)
     finally:
-        if not done:
+        if not done:  # closed early or cancelled: the instant answer stands, stored as cancelled
             stopped = instant if instant.path == "fixed" or llm is None else replace(
-                instant, path="extractive", fallback="the question was interrupted before the model finished"
+                instant, path="extractive", fallback=CANCELLED_REASON
             )
-            _finish(rt, scan_id, doctor_id, pending, stopped, llm.backend if llm else None, None)
+            _finish(rt, scan_id, doctor_id, pending, stopped, llm.backend if llm else None, None, CANCELLED)
+
+
+def cancel_answer(source: AskKit | HasAskKit, scan_id: str, doctor_id: int, instant: AskEvent) -> bool:
+    """The doctor's Cancel of the answer that ``instant`` (the stream's first event) began.
+
+    True when the question now stands cancelled (by this call, or by the stream's close that got
+    there first); False when its answer had already been stored, which then stands.
+
+    Stops the model (its token: the backend stops between two tokens) and stores the question
+    as cancelled with its instant answer, audited once, so the scan is free for the next
+    question at once, whatever the stream's consumer is still doing. Streamlit runs the
+    Cancel click's rerun beside the run that streams (``runner.fastReruns``): that run only
+    stops at its next call into Streamlit, too late for a history read or a new question.
+    """
+    rt = kit_of(source)
+    if instant.token is not None:
+        instant.token.cancel()
+    if instant.exchange is None or instant.result is None:
+        return False
+    res = instant.result
+    kept = res if res.path == "fixed" else replace(res, path="extractive", fallback=CANCELLED_REASON)
+    if not complete_exchange(rt.db, instant.exchange, kept.answer, status=CANCELLED):
+        return answer_status(rt.db, instant.exchange) == CANCELLED  # the stopped stream stored (and audited) it
+    audit(
+        rt.db, actor_id=doctor_id, action="ask", scan_ref=scan_id, backend=None, prompt_hash=None,
+        outcome=f"{kept.path}:cancelled", detail={"removed": 0, "cited": len(kept.answer.citedCaseIds),
+                                                  "reason": kept.reason, "intent": kept.intent},
+    )  # fmt: skip
+    return True

@@ -251,6 +251,8 @@ class Message(Base):
     cited_case_ids: Mapped[list[str]] = mapped_column(JSON, default=list)
     confidence: Mapped[str | None] = mapped_column(String(8), default=None)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # an answer's state: "pending" while it is written (the in-flight marker), "answered", "cancelled"
+    status: Mapped[str] = mapped_column(String(16), default="answered", server_default="answered")
 
 
 class RateLimitHit(Base):

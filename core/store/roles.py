@@ -49,7 +49,7 @@ APP_PRIVILEGES: dict[str, tuple[frozenset[str], dict[str, tuple[str, ...]]]] = {
     "reports": (_SI, {}),
     "report_drafts": (_SI | {"UPDATE"}, {}),
     "conversations": (_SI, {}),
-    "messages": (_SI, {"UPDATE": ("content", "cited_case_ids", "confidence")}),
+    "messages": (_SI, {"UPDATE": ("content", "cited_case_ids", "confidence", "status")}),
     "rate_limit_hits": (_SI | {"DELETE"}, {}),
     "audit_log": (_SI, {}),
     "audit_head": (_SI | {"UPDATE"}, {}),
@@ -65,7 +65,7 @@ APP_PRIVILEGES: dict[str, tuple[frozenset[str], dict[str, tuple[str, ...]]]] = {
 }
 _WHY = {
     "report_drafts": "save and sign claim the draft row",
-    "messages": "a pending answer is completed",
+    "messages": "a pending answer is completed or cancelled",
     "rate_limit_hits": "old hits are pruned; a refused call gives its hit back",
     "audit_head": "the chain head moves (the writers' lock)",
     "login_attempts": "LOCK TABLE and settling a pending attempt (trigger: only `pending` rows change)",
