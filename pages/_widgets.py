@@ -119,8 +119,8 @@ def citation_chips(case_ids: list[str], key: str) -> None:
     opened, one chip per case, and a click highlights and scrolls to its card."""
     if not case_ids:
         return
-    label = "Sources: " + ", ".join(inert(cid) for cid in case_ids)
-    with st.expander(label, icon="🔗", key=f"chips-{key}"), st.container(horizontal=True):
+    sources = st.expander("Sources: " + ", ".join(inert(cid) for cid in case_ids), icon="🔗", key=f"chips-{key}")
+    with sources, st.container(horizontal=True):
         for cid in case_ids:
             st.button(inert(cid), key=f"chip-{key}-{cid}", on_click=_jump, args=(cid,), type="tertiary")
 
