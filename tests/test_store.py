@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -111,3 +112,41 @@ def test_bad_embedding_never_reaches_the_table(fresh: Runtime) -> None:
         s.add(HistoricalCase(case_id="X-1", anatomy="lung", diagnosis="d", embedding=np.full(512, np.nan)))
     with fresh.db.read_only() as s:
         assert s.scalar(select(HistoricalCase).where(HistoricalCase.case_id == "X-1")) is None
+
+
+@pytest.mark.parametrize("revision", ["0007", "0008"])
+def test_a_sqlite_migration_cut_short_after_its_triggers_completes_when_run_again(tmp_path: Path, revision: str) -> None:
+    """pysqlite opens a transaction only before DML, so a migration's CREATE TRIGGERs commit one by one.
+
+    A run cut short after them (before the version stamp) left triggers and revision 0006 behind, and every
+    later ``core setup`` failed with "trigger ... already exists" (seen on a worktree's demo store).
+    """
+    import importlib.util
+    import sqlite3
+
+    from alembic import command
+    from alembic.config import Config
+
+    from core.store.db import MIGRATIONS, shipped_head
+
+    path = tmp_path / "c.db"
+    db = Database(f"sqlite:///{path}")
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    with db.engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, str(int(revision) - 1).zfill(4))
+    (file,) = (MIGRATIONS / "versions").glob(f"{revision}_*.py")
+    spec = importlib.util.spec_from_file_location(f"m{revision}", file)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    statements = module._SQLITE if isinstance(module._SQLITE, tuple) else (module._SQLITE,)
+    con = sqlite3.connect(path)
+    con.execute(statements[0])  # the first trigger went in, then the run stopped
+    con.commit()
+    con.close()
+    db.migrate()
+    with db.engine.connect() as c:
+        assert c.execute(text("SELECT version_num FROM alembic_version")).scalar_one() == shipped_head()
+    db.dispose()

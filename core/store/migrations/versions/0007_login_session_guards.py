@@ -25,15 +25,17 @@ branch_labels = None
 depends_on = None
 
 _PRUNE_AFTER_S = 86_400  # a log-in attempt may be deleted once it is a day old
+# IF NOT EXISTS: pysqlite commits each DDL statement on its own (it opens a transaction only before DML),
+# so a run cut short after these triggers but before the version stamp must be able to run again
 
 _SQLITE = (
-    """CREATE TRIGGER login_attempts_settle_only BEFORE UPDATE ON login_attempts
+    """CREATE TRIGGER IF NOT EXISTS login_attempts_settle_only BEFORE UPDATE ON login_attempts
        WHEN OLD.status != 'pending' OR NEW.key_hash != OLD.key_hash OR NEW.at != OLD.at OR NEW.id != OLD.id
        BEGIN SELECT RAISE(ABORT, 'casebook-immutable: only a pending log-in attempt is settled'); END""",
-    f"""CREATE TRIGGER login_attempts_no_recent_delete BEFORE DELETE ON login_attempts
+    f"""CREATE TRIGGER IF NOT EXISTS login_attempts_no_recent_delete BEFORE DELETE ON login_attempts
        WHEN OLD.at > CAST(strftime('%s', 'now') AS REAL) - {_PRUNE_AFTER_S}
        BEGIN SELECT RAISE(ABORT, 'casebook-immutable: recent log-in attempts cannot be deleted'); END""",
-    """CREATE TRIGGER user_sessions_revoked_stays BEFORE UPDATE ON user_sessions
+    """CREATE TRIGGER IF NOT EXISTS user_sessions_revoked_stays BEFORE UPDATE ON user_sessions
        WHEN OLD.revoked_at IS NOT NULL AND (NEW.revoked_at IS NULL OR NEW.revoked_at != OLD.revoked_at)
        BEGIN SELECT RAISE(ABORT, 'casebook-immutable: a revoked session stays revoked'); END""",
 )
