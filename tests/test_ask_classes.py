@@ -88,6 +88,12 @@ LONE_FINDINGS = [
     ("james.oconnor", "spondylolisthesis?", "Spondylolisthesis"),
     ("fatima.zahra", "any volvulus", "Volvulus"),
 ]
+# "in them" is the similar cases, not this patient: a finding asked about them is looked up, never the pointer.
+FINDINGS_IN_THEM = [
+    ("rahul.mehta", "hyperinflation in them?", "Hyperinflation"),
+    ("olivia.brown", "any satellite lesions in them", "Satellite"),
+    ("fatima.zahra", "free fluid in them?", "Free fluid"),
+]
 # A patient detail named in everyday English: the word-kind model tells it from everyday words.
 PATIENT_DETAILS = [
     ("fatima.zahra", "any of them pregnant", "Pregnant"),
@@ -149,6 +155,12 @@ def test_a_lone_finding_is_looked_up_in_the_evidence(demo: Runtime, user: str, q
     assert not is_pointer(shown) and f"{name} is not recorded in the evidence" in shown, shown
 
 
+@pytest.mark.parametrize(("user", "question", "name"), FINDINGS_IN_THEM)
+def test_a_finding_asked_of_the_similar_cases_is_looked_up(demo: Runtime, user: str, question: str, name: str) -> None:
+    shown, _, _ = _ask(demo, user, question)
+    assert not is_pointer(shown) and f"{name} is not recorded in the evidence" in shown, shown
+
+
 @pytest.mark.parametrize(("user", "question", "name"), PATIENT_DETAILS)
 def test_a_patient_detail_in_everyday_words_is_not_recorded(demo: Runtime, user: str, question: str, name: str) -> None:
     shown, _, _ = _ask(demo, user, question)
@@ -173,7 +185,7 @@ def test_the_teams_examples_are_its_own() -> None:
     outside |= {_key(i["question"]) for i in json.loads((data / "ask_outside_questions.json").read_text())["items"]}
     doctor = {_key(i["question"]) for i in json.loads((data / "doctor_questions.json").read_text())["items"]}
     held_out = {_key(q) for _, q in TREATMENT + TREATMENT_IN_SCOPE + OFF_TOPIC_ASKS + ANSWERED}
-    held_out |= {_key(q) for _, q, _ in LONE_FINDINGS + PATIENT_DETAILS} | {_key(q) for _, q in EVERYDAY_COUNTS}
+    held_out |= {_key(q) for _, q, _ in LONE_FINDINGS + PATIENT_DETAILS + FINDINGS_IN_THEM} | {_key(q) for _, q in EVERYDAY_COUNTS}
     kinds = json.loads(WORD_KINDS.read_text())
     words = {_key(w) for w in kinds["clinical"] + kinds["everyday"]}
     assert not words & {w for _, _, name in PATIENT_DETAILS for w in _key(name).split()}

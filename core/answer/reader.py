@@ -70,9 +70,10 @@ _REQUEST = re.compile(
     r"(?:treatment|therapy|management|drug|antibiotic|option)\b|\bnext steps?\b|\bmanagement plan\b|"
     r"\bis (?:it|\w+) (?:ok|safe|indicated|appropriate) (?:to|for)\b"
 )
-# "X or Y for her?", "pleurodesis now?": an option put for this patient, with nothing else asked.
+# "X or Y for her?", "pleurodesis now?": an option put for this patient, with nothing else asked. Not "them":
+# "hyperinflation in them?", "any enhancement in them" ask about the similar cases.
 _FOR_THIS_PATIENT = re.compile(
-    r"\b(?:for|in|on) (?:him|her|them|this (?:patient|pt|man|woman|lady|guy|one)|(?:mr|mrs|ms|miss) \w+)\??$|\bnow\??$"
+    r"\b(?:for|in|on) (?:him|her|this (?:patient|pt|man|woman|lady|guy|one)|(?:mr|mrs|ms|miss) \w+)\??$|\bnow\??$"
 )
 # A dose or a named drug asked about for this patient is always treatment ("degarelix dose?").
 _DOSE_OR_DRUG_REQUEST = re.compile(
