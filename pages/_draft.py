@@ -1,12 +1,18 @@
-"""The draft editor: generated into the session only, saved explicitly, signed after confirmation.
+"""The draft editor: generated into the session, autosaved once edited, saved explicitly, signed after confirmation.
 
 State per scan lives in ``st.session_state["draft:<scan_id>"]``: ``draft_id``
 (``None`` until saved) and ``saved`` (the texts as last saved), so the page can
 say "Unsaved draft" whenever the editor differs from what the database holds.
+Each committed edit of a section (the box loses focus) autosaves the editor as the
+doctor's own unsigned draft (:func:`core.reports.autosave_draft`); a page opened with
+no draft in the session reopens the doctor's newest open draft of the scan with a
+"restored" note (:func:`core.reports.restorable_draft`), so a reload (F5) loses nothing
+committed, and :mod:`pages._leave_guard` warns before leaving while a box is being typed in.
 """
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 import streamlit as st
@@ -86,6 +92,41 @@ def _current(key: str) -> dict[str, str]:
     return {s: str(st.session_state.get(f"{key}:{s}", "")) for s in SECTIONS}
 
 
+def _autosave(rt: Runtime, user: CurrentUser, scan_id: str) -> None:
+    """A section's change callback: keep the editor as the doctor's unsigned draft (never signs)."""
+    from core.reports import autosave_draft
+
+    key = state_key(scan_id)
+    state, texts = st.session_state.get(key), _current(key)
+    if state is None or state["saved"] == texts:
+        return
+    try:
+        done = autosave_draft(rt.db, scan_id, user.id, texts, draft_id=state["draft_id"], version=state["version"])
+    except CasebookError as exc:  # signed or changed elsewhere: nothing written, the text stays in the editor
+        flash("error", f"Could not autosave the draft: {exc}. {exc.hint}")
+        return
+    if done.skipped is None:
+        state.update(
+            draft_id=done.draft_id,
+            version=done.version,
+            saved=texts,
+            autosaved=time.strftime("%H:%M:%S", time.gmtime()),
+        )
+
+
+def _restore(rt: Runtime, user: CurrentUser, scan_id: str) -> dict[str, Any] | None:
+    """Reopen the doctor's newest unsigned draft of the scan in an empty editor (after a reload), with its note."""
+    from core.reports import restorable_draft, restored_note
+
+    row = restorable_draft(rt.db, scan_id, user.id)
+    if row is None:
+        return None
+    open_saved(row)
+    state: dict[str, Any] = st.session_state[state_key(scan_id)]
+    state["restored"] = restored_note(row)
+    return state
+
+
 def _save(rt: Runtime, user: CurrentUser, scan_id: str, state: dict[str, Any]) -> None:
     from core.reports import DraftText, join_findings, save_draft
 
@@ -101,6 +142,7 @@ def _save(rt: Runtime, user: CurrentUser, scan_id: str, state: dict[str, Any]) -
         flash("error", f"Could not save the draft: {exc}. {exc.hint}")
         return
     state["saved"], state["version"] = texts, state["version"] + 1  # a new draft is version 1
+    state["autosaved"] = None
     flash("success", f"Saved draft #{state['draft_id']}.")
 
 
@@ -119,33 +161,45 @@ def _sign(rt: Runtime, user: CurrentUser, scan_id: str, state: dict[str, Any], s
 
 
 def draft_editor(rt: Runtime, user: CurrentUser, scan_id: str) -> None:
-    """COMPARISON / FINDINGS / IMPRESSION / RECOMMENDATIONS editor with Save and a confirmed Sign."""
+    """COMPARISON / FINDINGS / IMPRESSION / RECOMMENDATIONS editor with autosave, Save and a confirmed Sign."""
+    from pages._leave_guard import leave_guard
+
     key = state_key(scan_id)
     slot = st.empty()  # always one element here, so the widgets below keep their places between runs
     if shown := st.session_state.pop(FLASH, None):
         {"success": slot.success, "info": slot.info}.get(shown[0], slot.error)(inert(shown[1]))
-    state = st.session_state.get(key)
+    state = st.session_state.get(key) or _restore(rt, user, scan_id)
     if state is None:
         st.caption("No draft in progress for this scan.")
         return
     texts = _current(key)
     unsaved = state["saved"] != texts
+    if state.get("restored"):
+        st.info(inert(state["restored"]), icon="🔄")
     if state["draft_id"] is None:
         st.badge("Unsaved draft", icon="✏️", color="orange")
     elif unsaved:
         st.badge(f"Draft #{state['draft_id']:d} · unsaved changes", icon="✏️", color="orange")
+    elif state.get("autosaved"):
+        st.badge(
+            f"Draft #{state['draft_id']:d} · autosaved {inert(state['autosaved'])} UTC, not signed",
+            icon="💾",
+            color="blue",
+        )
     else:
         st.badge(f"Saved draft #{state['draft_id']:d}", icon="💾", color="green")
     if state.get("author"):
         st.caption(inert(state["author"]))
     for s in SECTIONS:
-        st.text_area(s.upper(), key=f"{key}:{s}", height=80 if s in {"comparison", "recommendations"} else 110)
+        st.text_area(s.upper(), key=f"{key}:{s}", height=80 if s in {"comparison", "recommendations"} else 110,
+                     on_change=_autosave, args=(rt, user, scan_id))  # fmt: skip
         st.caption(_HELP[s])
+    leave_guard(unsaved and state["draft_id"] is not None)  # a stored draft with edits it could not store
     st.button(
         "Save draft",
         key=f"{key}:save",
         type="primary",
-        disabled=not unsaved,
+        disabled=not (unsaved or state.get("autosaved")),  # Save after an autosave confirms it as saved by hand
         on_click=_save,
         args=(rt, user, scan_id, state),
         shortcut="Alt+S",
@@ -174,4 +228,4 @@ def draft_editor(rt: Runtime, user: CurrentUser, scan_id: str) -> None:
         shortcut="Alt+G",
     )
     if unsaved:
-        st.caption("A draft that is not saved is lost when you leave. Save to keep it; sign to make it the report.")
+        st.caption("Edits are kept as your unsigned draft once a box loses focus; sign to make it the report.")

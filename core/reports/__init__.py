@@ -5,11 +5,13 @@
   never writes a draft (import it directly: it loads the answer guard and the case search);
 * :mod:`core.reports.store`: saving, signing and amending, the only writes;
 * :mod:`core.reports.reads`: a scan's saved drafts and signed versions, and their verification;
+* :mod:`core.reports.autosave`: the editor's text kept as the doctor's unsigned draft, reopened after a reload;
 * :mod:`core.reports.audit`: one audit row per report event.
 
 The light parts are re-exported here: ``from core.reports import save_draft, report_versions``.
 """
 
+from core.reports.autosave import Autosaved, autosave_draft, restored_note
 from core.reports.drafts import AI_MARK, COMPARISON_LABEL, DraftText, join_findings, split_findings
 from core.reports.reads import (
     DraftRow,
@@ -18,6 +20,7 @@ from core.reports.reads import (
     get_draft,
     list_drafts,
     report_versions,
+    restorable_draft,
     verify_reports,
 )
 from core.reports.store import amend_report, save_draft, sign_draft
@@ -25,15 +28,19 @@ from core.reports.store import amend_report, save_draft, sign_draft
 __all__ = [
     "AI_MARK",
     "COMPARISON_LABEL",
+    "Autosaved",
     "DraftRow",
     "DraftText",
     "ReportRow",
     "ReportVerification",
     "amend_report",
+    "autosave_draft",
     "get_draft",
     "join_findings",
     "list_drafts",
     "report_versions",
+    "restorable_draft",
+    "restored_note",
     "save_draft",
     "sign_draft",
     "split_findings",

@@ -26,9 +26,12 @@ def draft_generated(
     log.record(db, log.DRAFT_GENERATE, doctor_id, scan_id, outcome=outcome, backend=backend, prompt_hash=prompt_hash)
 
 
-def draft_saved(session: Session, author_id: int, scan_id: str, draft_id: int, version: int) -> None:
-    """A draft saved as ``version`` (1 when created)."""
-    log.record_in(session, log.DRAFT_SAVE, author_id, scan_id, draft_id=draft_id, version=version)
+def draft_saved(
+    session: Session, author_id: int, scan_id: str, draft_id: int, version: int, *, autosave: bool = False
+) -> None:
+    """A draft saved as ``version`` (1 when created); an autosave of the editor has the outcome ``autosave``."""
+    outcome = "autosave" if autosave else "ok"
+    log.record_in(session, log.DRAFT_SAVE, author_id, scan_id, outcome=outcome, draft_id=draft_id, version=version)
 
 
 def draft_signed(

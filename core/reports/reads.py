@@ -25,6 +25,7 @@ __all__ = [
     "get_draft",
     "list_drafts",
     "report_versions",
+    "restorable_draft",
     "verify_reports",
 ]
 
@@ -110,6 +111,17 @@ def list_drafts(db: Database, scan_id: str) -> list[DraftRow]:
             .order_by(ReportDraft.status != "open", ReportDraft.updated_at.desc(), ReportDraft.id.desc())
         ).all()
         return [_draft(d, author) for d, author in rows]
+
+
+def restorable_draft(db: Database, scan_id: str, doctor_id: int) -> DraftRow | None:
+    """The doctor's newest open (unsigned) draft of ``scan_id``, or None."""
+    with db.read_only() as s:
+        row = s.execute(
+            _with_author(ReportDraft)
+            .where(ReportDraft.scan_id == scan_id, ReportDraft.author_id == doctor_id, ReportDraft.status == "open")
+            .order_by(ReportDraft.updated_at.desc(), ReportDraft.id.desc())
+        ).first()
+        return _draft(row[0], row[1]) if row is not None else None
 
 
 def get_draft(db: Database, draft_id: int) -> DraftRow:

@@ -86,10 +86,13 @@ def save_draft(
     draft_id: int | None = None,
     expected_version: int | None = None,
     from_ai: bool = True,
+    autosave: bool = False,
 ) -> int:
     """Create a draft, or update an open one of the author's from ``expected_version``; returns the draft id.
 
-    A new draft has version 1; a successful update makes it ``expected_version + 1``.
+    A new draft has version 1; a successful update makes it ``expected_version + 1``. It never
+    signs, and a signed draft is never changed (the UPDATE matches open drafts only). ``autosave``
+    marks the audit row (outcome ``autosave``) of a save the editor made by itself.
     """
     _doctor(db, author_id)
     if not (draft.findings.strip() and draft.impression.strip()):
@@ -109,7 +112,7 @@ def save_draft(
             )
             s.add(row)
             s.flush()
-            report_audit.draft_saved(s, author_id, scan_id, row.id, 1)
+            report_audit.draft_saved(s, author_id, scan_id, row.id, 1, autosave=autosave)
             return row.id
         done = s.execute(
             update(ReportDraft)
@@ -133,7 +136,7 @@ def save_draft(
             s.rollback()
             raise _refusal(db, draft_id, scan_id, author_id, expected_version)
         assert expected_version is not None
-        report_audit.draft_saved(s, author_id, scan_id, draft_id, expected_version + 1)
+        report_audit.draft_saved(s, author_id, scan_id, draft_id, expected_version + 1, autosave=autosave)
         return draft_id
 
 
