@@ -50,8 +50,11 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from any folder
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from core.cases.index import CaseIndex, IndexParams, build_index
+from radiomics_shaped import Shaper, find_bank
+
+from core.cases.index import CaseIndex, IndexParams, build_index, hnsw_quantiser
 from core.settings import SearchSettings
 
 DIM = 512
@@ -106,6 +109,7 @@ class Dataset:
     masks: dict[str, np.ndarray | None] = field(default_factory=dict)
     queries: dict[str, np.ndarray] = field(default_factory=dict)
     truth: dict[str, np.ndarray] = field(default_factory=dict)
+    kind: str = "clustered"
 
     @property
     def n(self) -> int:
@@ -119,8 +123,13 @@ def _exact_counts(n: int, probs: list[float]) -> np.ndarray:
     return counts
 
 
-def make_dataset(n: int, n_queries: int, seed: int = SEED) -> Dataset:
-    """Clustered unit vectors with anatomy/region labels; exact 10% and 1% filter groups."""
+def make_dataset(n: int, n_queries: int, seed: int = SEED, bank: np.ndarray | None = None) -> Dataset:
+    """Clustered unit vectors with anatomy/region labels; exact 10% and 1% filter groups.
+
+    With ``bank`` (a built index's stored vectors), the vectors are radiomics-shaped instead
+    (:mod:`radiomics_shaped`): grown from the bank on its own subspace; the labels and filter
+    groups are drawn exactly as for the clustered kind but carry no vector structure.
+    """
     rng = np.random.default_rng(seed)
     anatomies = ["lung"] + [f"anatomy{i:02d}" for i in range(N_OTHER_ANATOMIES)]
     diag_per = [40] + [18] * N_OTHER_ANATOMIES  # 400 diagnoses
@@ -139,18 +148,27 @@ def make_dataset(n: int, n_queries: int, seed: int = SEED) -> Dataset:
     ]
     other = np.flatnonzero(a_idx != 0)
     region[other] = np.asarray(["r0", "r1", "r2"], dtype=object)[rng.integers(0, 3, len(other))]
-    vectors = np.empty((n, DIM), dtype=np.float32)
-    for s in range(0, n, 100_000):
-        e = min(n, s + 100_000)
-        noise = rng.standard_normal((e - s, DIM), dtype=np.float32) * (CASE_NOISE / np.sqrt(DIM))
-        vectors[s:e] = _unit(centres[diag[s:e]] + noise)
-    ds = Dataset(vectors, np.asarray(anatomies, dtype=object)[a_idx], region)
+    shaper = None if bank is None else Shaper(bank, rng)
+    if shaper is not None:
+        vectors = shaper.cases(n)
+    else:
+        vectors = np.empty((n, DIM), dtype=np.float32)
+        for s in range(0, n, 100_000):
+            e = min(n, s + 100_000)
+            noise = rng.standard_normal((e - s, DIM), dtype=np.float32) * (CASE_NOISE / np.sqrt(DIM))
+            vectors[s:e] = _unit(centres[diag[s:e]] + noise)
+    kind = "clustered" if shaper is None else f"radiomics-shaped ({shaper.rank}-d)"
+    ds = Dataset(vectors, np.asarray(anatomies, dtype=object)[a_idx], region, kind=kind)
     for name, (anat, reg) in FILTERS.items():
         mask = None if anat is None else (ds.anatomy == anat) & (True if reg is None else ds.region == reg)
         ds.masks[name] = None if mask is None else np.asarray(mask, dtype=bool)
         rows = np.arange(n) if mask is None else np.flatnonzero(mask)
         src = vectors[rng.choice(rows, n_queries, replace=len(rows) < n_queries)]  # 1% of 10k is 100 rows
-        ds.queries[name] = _unit(src + rng.standard_normal(src.shape, dtype=np.float32) * (QUERY_NOISE / np.sqrt(DIM)))
+        if shaper is not None:
+            ds.queries[name] = shaper.queries(src)
+        else:
+            noise = rng.standard_normal(src.shape, dtype=np.float32) * (QUERY_NOISE / np.sqrt(DIM))
+            ds.queries[name] = _unit(src + noise)
         ds.truth[name] = exact_topk(vectors, rows, ds.queries[name], K)
     return ds
 
@@ -252,8 +270,8 @@ class GlobalHnswEngine:
         self.s = s
 
     def build(self, ds: Dataset, workdir: Path) -> int:
-        qt_8bit: Any = faiss.ScalarQuantizer.QT_8bit
-        self.index = faiss.IndexHNSWSQ(DIM, qt_8bit, self.s.hnsw_m, faiss.METRIC_INNER_PRODUCT)
+        codes = hnsw_quantiser(self.s.hnsw_codes)
+        self.index = faiss.IndexHNSWSQ(DIM, codes, self.s.hnsw_m, faiss.METRIC_INNER_PRODUCT)
         self.index.hnsw.efConstruction = self.s.hnsw_ef_construction
         self.index.train(ds.vectors)
         self.index.add(ds.vectors)
@@ -290,7 +308,7 @@ class CasebookEngine:
             ds.vectors,
             encoder_id="bench",
             table_checksum="bench",
-            params=IndexParams(self.s.hnsw_min_cases, self.s.hnsw_m, self.s.hnsw_ef_construction),
+            params=IndexParams(self.s.hnsw_min_cases, self.s.hnsw_m, self.s.hnsw_ef_construction, self.s.hnsw_codes),
         )
         self.index = CaseIndex(path, verify=False)
         self.tune(self.s.hnsw_ef_search, self.s.hnsw_rerank)
@@ -341,6 +359,7 @@ def _query_filter(ds: Dataset, engine: Engine, name: str, fname: str, warmup: in
         recalls.append(len(set(ids.tolist()) & set(truth.tolist())) / K)
     ms = np.asarray(times) * 1000
     row = {
+        "data": ds.kind,
         "n": ds.n,
         "filter": fname,
         "filter_rows": _rows(ds, fname),
@@ -409,11 +428,11 @@ def _rows(ds: Dataset, filter_name: str) -> int:
 
 def markdown(rows: list[dict[str, Any]]) -> str:
     """The results as a Markdown table."""
-    head = "| cases | filter (rows) | engine | p50 ms | p95 ms | recall@5 | short/-1 | build s | disk MB | RSS B/case anon + file |"
-    out = [head, "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    head = "| data | cases | filter (rows) | engine | p50 ms | p95 ms | recall@5 | short/-1 | build s | disk MB | RSS B/case anon + file |"
+    out = [head, "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         out.append(
-            f"| {r['n']:,} | {r['filter']} ({r['filter_rows']:,}) | {r['engine']} | {r['p50_ms']:.2f} | "
+            f"| {r.get('data', 'clustered')} | {r['n']:,} | {r['filter']} ({r['filter_rows']:,}) | {r['engine']} | {r['p50_ms']:.2f} | "
             f"{r['p95_ms']:.2f} | {r['recall_at_5']:.3f} | {r['short_results']} | {r['build_s']} | "
             f"{r['disk_mb']} | {r['rss_anon_b_per_case']:,} + {r['rss_file_b_per_case']:,} |"
         )
@@ -432,6 +451,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ef-search", type=int, nargs="+", help="HNSW efSearch values to sweep (default: settings)")
     ap.add_argument("--rerank", type=int, nargs="+", help="HNSW re-scoring factors to sweep (default: settings)")
     ap.add_argument("--json", type=Path, help="also write the rows and run metadata here")
+    ap.add_argument(
+        "--data",
+        nargs="+",
+        default=["clustered"],
+        choices=["clustered", "radiomics"],
+        help="vector kinds, each at every size in one run: clustered synthetic, or radiomics-shaped "
+        "(grown from a built demo index's vectors, see --bank)",
+    )
+    ap.add_argument("--bank", type=Path, help="vectors.npy of a built case index (default: the newest under indexes/)")
     args = ap.parse_args(argv)
     sizes = sorted(set(args.sizes + ([1_000_000] if args.full else [])))
     settings = SearchSettings()
@@ -443,16 +471,21 @@ def main(argv: list[str] | None = None) -> int:
         "cpus": os.cpu_count(),
         "load_avg_start": os.getloadavg(),
         "settings": settings.model_dump(include={"hnsw_m", "hnsw_ef_construction", "hnsw_ef_search", "hnsw_rerank",
-                                                 "hnsw_min_cases"}),
+                                                 "hnsw_min_cases", "hnsw_codes"}),
         "seed": SEED,
         "blas_threads": args.blas_threads,
         "sweep_ef_search_rerank": sweep,
     }  # fmt: skip
     rows: list[dict[str, Any]] = []
-    for n in sizes:
+    bank = None
+    if "radiomics" in args.data:
+        bank_path = args.bank or find_bank(Path(__file__).resolve().parent.parent)
+        bank = np.load(bank_path)
+        meta["bank"] = {"path": str(bank_path), "cases": len(bank)}
+    for n, kind in itertools.product(sizes, args.data):
         t = time.perf_counter()
-        ds = make_dataset(n, args.queries)
-        log(f"{n:,} cases: data and ground truth in {time.perf_counter() - t:.1f} s")
+        ds = make_dataset(n, args.queries, bank=bank if kind == "radiomics" else None)
+        log(f"{n:,} cases ({ds.kind}): data and ground truth in {time.perf_counter() - t:.1f} s")
         for name in args.engines:
             rows += measure(ds, name, settings, args.warmup, args.blas_threads, sweep)
         del ds

@@ -33,7 +33,7 @@ import numpy as np
 from core.artifacts import ArtifactKind, VersionedDir, write_faiss
 from core.errors import IndexStateError
 
-__all__ = ["FORMAT", "KIND", "CaseIndex", "IndexParams", "build_index", "case_dir", "group_key"]
+__all__ = ["FORMAT", "KIND", "CaseIndex", "IndexParams", "build_index", "case_dir", "group_key", "hnsw_quantiser"]
 
 FORMAT = 1
 KIND = ArtifactKind("Case index", FORMAT)
@@ -69,6 +69,15 @@ class IndexParams:
     hnsw_min_cases: int
     hnsw_m: int
     hnsw_ef_construction: int
+    hnsw_codes: str = "fp16"  # the graph's stored codes: "fp16" or "sq8" (see SearchSettings.hnsw_codes)
+
+
+def hnsw_quantiser(name: str) -> Any:
+    """The faiss scalar quantiser type of ``hnsw_codes`` (an int at run time; the stubs say otherwise)."""
+    kinds = {"fp16": faiss.ScalarQuantizer.QT_fp16, "sq8": faiss.ScalarQuantizer.QT_8bit}
+    if name not in kinds:
+        raise IndexStateError(f"Unknown HNSW code kind {name!r}; use one of {sorted(kinds)}")
+    return kinds[name]
 
 
 def _normalise(vectors: np.ndarray) -> np.ndarray:
@@ -123,8 +132,7 @@ def build_index(
             hnsw_file = None
             if end - start >= params.hnsw_min_cases:
                 hnsw_file = f"hnsw-{key.replace('/', '__')}.faiss"
-                qt_8bit: Any = faiss.ScalarQuantizer.QT_8bit  # an int at run time; the stubs say otherwise
-                index = faiss.IndexHNSWSQ(vecs.shape[1], qt_8bit, params.hnsw_m, faiss.METRIC_INNER_PRODUCT)
+                index = faiss.IndexHNSWSQ(vecs.shape[1], hnsw_quantiser(params.hnsw_codes), params.hnsw_m, faiss.METRIC_INNER_PRODUCT)
                 index.hnsw.efConstruction = params.hnsw_ef_construction
                 index.train(vecs[start:end])
                 index.add(vecs[start:end])

@@ -114,7 +114,7 @@ class CaseSearch:
     def _build_params(self) -> IndexParams:
         """The build-time parameters the settings ask for (query-time ones never need a rebuild)."""
         p = self.settings.search
-        return IndexParams(p.hnsw_min_cases, p.hnsw_m, p.hnsw_ef_construction)
+        return IndexParams(p.hnsw_min_cases, p.hnsw_m, p.hnsw_ef_construction, p.hnsw_codes)
 
     def open(self, *, check_table: bool = True) -> CaseIndex:
         """Load the current index; rebuild it when missing, corrupt, stale, from another encoder or built otherwise."""

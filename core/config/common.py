@@ -175,6 +175,13 @@ class SearchSettings(Group):
     )
     hnsw_m: int = Field(32, ge=4, description="HNSW graph degree (M).")
     hnsw_ef_construction: int = Field(80, ge=8, description="HNSW efConstruction used at build time.")
+    # fp16: recall@5 1.000 on radiomics-shaped vectors at 100k where sq8 gave 0.876 (docs/benchmarks/similar_cases.md)
+    hnsw_codes: Literal["fp16", "sq8"] = Field(
+        "fp16",
+        description="Codes the HNSW graph stores and walks: `fp16` (half precision, 1 KiB per 512-d case) or "
+        "`sq8` (8-bit, 512 B per case; loses recall where cases sit closer than its step, as radiomics "
+        "vectors do). A change rebuilds the index.",
+    )
     # 256: smallest value measured with recall@5 >= 0.98 at 1M cases (96: 0.970); docs/benchmarks/similar_cases.md
     hnsw_ef_search: int = Field(256, ge=8, description="HNSW efSearch used at query time.")
     hnsw_rerank: int = Field(
