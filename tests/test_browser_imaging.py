@@ -58,11 +58,35 @@ def _shot(page: Any, name: str) -> None:
     page.screenshot(path=str(SHOTS / name))
 
 
-def _viewer(page: Any) -> Any:
-    """The viewer component's frame, once it has shown its images."""
+def _viewer(page: Any, showing: str = "", *, closed: bool = False) -> Any:
+    """The viewer component's frame, once it has shown its images (its panes' key containing ``showing``;
+    with ``closed``, once it shows one pane): the component's own done state."""
     frame = page.frame_locator(".st-key-viewer iframe")
-    frame.locator("body[data-ready]").wait_for(timeout=TIMEOUT_MS)
+    ready = f"body[data-ready*='{showing}']" if showing else "body[data-ready]"
+    if closed:
+        ready = "body[data-ready]:not([data-ready*='|'])"
+    frame.locator(ready).wait_for(timeout=TIMEOUT_MS)
     return frame
+
+
+def _centre(locator: Any) -> tuple[float, float, float, float]:
+    box = locator.bounding_box()
+    assert box is not None
+    return box["x"] + box["width"] / 2, box["y"] + box["height"] / 2, box["width"], box["height"]
+
+
+def _drag(page: Any, x0: float, y0: float, x1: float, y1: float, button: str = "left") -> None:
+    page.mouse.move(x0, y0)
+    page.mouse.down(button=button)
+    page.mouse.move(x1, y1, steps=8)
+    page.mouse.up(button=button)
+
+
+def _place(pane: Any, measured: Any) -> dict[str, str | None]:
+    """Where the doctor is in a pane (slice, window, zoom, pan) and the measurements listed under the image."""
+    place: dict[str, str | None] = {a: pane.get_attribute(f"data-{a}") for a in ("slice", "window", "zoom", "pan")}
+    place["measurements"] = measured.inner_text()
+    return place
 
 
 def test_viewer_window_scroll_prior_and_neighbour(server: tuple[str, Path]) -> None:
@@ -93,12 +117,36 @@ def test_viewer_window_scroll_prior_and_neighbour(server: tuple[str, Path]) -> N
         for _ in range(4):
             page.keyboard.press("ArrowDown")
         expect(current).to_have_attribute("data-slice", "13")
+        # the doctor's place: an HU probe reading, zoom (right drag) and pan (middle drag)
+        x, y, _, h = _centre(current)
+        frame.get_by_role("button", name="HU probe (left drag)", exact=False).click()
+        page.mouse.click(x, y)
+        measured = frame.locator("#measurements")
+        expect(measured).to_contain_text(re.compile(r"Point -?\d+ HU"))
+        _drag(page, x, y, x, y - h / 10, "right")
+        expect(current).not_to_have_attribute("data-zoom", "1.000")
+        _drag(page, x, y, x + 30, y + 20, "middle")
+        expect(current).not_to_have_attribute("data-pan", "0,0")
+        _settle(page)  # the measurement's own rerun is over
+        place = _place(current, measured)
 
         # the prior side by side: its own pane, scrolling and window linked
         page.get_by_role("button", name="Compare with prior", exact=False).click()
-        frame = page.frame_locator(".st-key-viewer iframe")
+        frame = _viewer(page, "|beside:")
         beside = frame.locator("[data-testid='viewport-beside']")
-        expect(beside).to_be_visible()
+        current = frame.locator("[data-testid='viewport-current']")
+        measured = frame.locator("#measurements")
+        # the current pane keeps its slice, window, zoom, pan and measurement; the prior opens on its window and slice
+        assert _place(current, measured) == place
+        assert beside.get_attribute("data-window") == "W 1800 / L 400"
+        assert beside.get_attribute("data-slice") == "13"
+        # a window dragged in the prior applies to the current image too
+        frame.get_by_role("button", name="Window (left drag)", exact=False).click()
+        bx, by, _, _ = _centre(beside)
+        _drag(page, bx, by, bx + 60, by + 40)
+        expect(beside).not_to_have_attribute("data-window", "W 1800 / L 400")
+        dragged = beside.get_attribute("data-window")
+        expect(current).to_have_attribute("data-window", dragged or "")
         frame.get_by_role("button", name="bone window", exact=False).click()
         expect(beside).to_have_attribute("data-window", "W 1800 / L 400")
         current = frame.locator("[data-testid='viewport-current']")
@@ -107,8 +155,13 @@ def test_viewer_window_scroll_prior_and_neighbour(server: tuple[str, Path]) -> N
         expect(current).to_have_attribute("data-slice", "16")
         expect(beside).to_have_attribute("data-slice", "16")
         _shot(page, "03-prior-side-by-side.png")
+        place = _place(current, measured)
         page.get_by_role("button", name="Close prior scan").click()
-        expect(page.frame_locator(".st-key-viewer iframe").locator("[data-testid='viewport-beside']")).to_have_count(0)
+        frame = _viewer(page, "", closed=True)
+        expect(frame.locator("[data-testid='viewport-beside']")).to_have_count(0)
+        # closing the prior keeps the current pane's place too
+        assert _place(frame.locator("[data-testid='viewport-current']"), frame.locator("#measurements")) == place
+        expect(frame.locator("#measurements")).to_contain_text(re.compile(r"Point -?\d+ HU"))
 
         # a similar case's card says who and when, and opens it beside the current image in the same window
         card = page.locator("[class*='st-key-case-HC-']").first
@@ -117,15 +170,15 @@ def test_viewer_window_scroll_prior_and_neighbour(server: tuple[str, Path]) -> N
         card_id = re.search(r"HC-\d+", card.inner_text())
         assert card_id is not None
         card.get_by_role("button", name="Open beside").click()
-        frame = page.frame_locator(".st-key-viewer iframe")
+        frame = _viewer(page, "|beside:")
         beside = frame.locator("[data-testid='viewport-beside']")
         current = frame.locator("[data-testid='viewport-current']")
         expect(beside).to_be_visible()
         expect(frame.get_by_text(f"Similar case {card_id.group(0)}")).to_be_visible()
-        expect(beside).to_have_attribute("data-window", "W 1500 / L -600")  # the lung window, as the current scan's
-        frame.get_by_role("button", name="bone window", exact=False).click()  # one window for both
-        expect(beside).to_have_attribute("data-window", "W 1800 / L 400")
-        expect(current).to_have_attribute("data-window", "W 1800 / L 400")
+        assert beside.get_attribute("data-window") == "W 1800 / L 400"  # the current pane's (bone) window
+        frame.get_by_role("button", name="lung window", exact=False).click()  # one window for both
+        expect(beside).to_have_attribute("data-window", "W 1500 / L -600")
+        expect(current).to_have_attribute("data-window", "W 1500 / L -600")
         page.locator(".st-key-viewer").scroll_into_view_if_needed()
         _shot(page, "05-similar-case-beside.png")
         page.get_by_role("button", name="Close similar case", exact=False).click()

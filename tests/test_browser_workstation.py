@@ -72,10 +72,18 @@ def _shot(page: Any, name: str) -> None:
     page.screenshot(path=str(SHOTS / name))
 
 
-def _viewer(page: Any) -> Any:
+def _viewer(page: Any, showing: str = "") -> Any:
+    """The viewer's frame once it shows its panes (their key containing ``showing``): the component's done state."""
     frame = page.frame_locator(".st-key-viewer iframe")
-    frame.locator("body[data-ready]").wait_for(timeout=TIMEOUT_MS)
+    frame.locator(f"body[data-ready*='{showing}']" if showing else "body[data-ready]").wait_for(timeout=TIMEOUT_MS)
     return frame
+
+
+def _place(pane: Any, measured: Any) -> dict[str, str | None]:
+    """Where the doctor is in a pane (slice, window, zoom, pan) and the measurements listed under the image."""
+    place: dict[str, str | None] = {a: pane.get_attribute(f"data-{a}") for a in ("slice", "window", "zoom", "pan")}
+    place["measurements"] = measured.inner_text()
+    return place
 
 
 def _centre(locator: Any) -> tuple[float, float, float, float]:
@@ -240,14 +248,21 @@ def test_read_report_critical_result_sign_and_amend(server: tuple[str, Path, str
         page.keyboard.press("Enter")
         expect(page.locator(f".st-key-case-{chip['text']}")).to_contain_text("📌")  # the cited card, highlighted
 
-        # a similar case beside the current image
+        # a similar case beside the current image: the current pane keeps the doctor's place (slice, dragged
+        # window, zoom, pan, the length, HU probe and ROI), and the case opens linked, on the current window
+        _settle(page)
+        place = _place(vp, measured)
+        assert all(kind in (place["measurements"] or "") for kind in ("Length", "Point", "ROI mean")), place
         thumbs = page.locator(".st-key-neighbour-thumbs")
         opened = thumbs.get_by_role("button", name=re.compile(r"^HC-\d+$")).first
         case_id = opened.inner_text().strip()
         opened.click()
-        frame = _viewer(page)
-        expect(frame.locator("[data-testid='viewport-beside']")).to_be_visible()
+        frame = _viewer(page, "|beside:")
+        beside = frame.locator("[data-testid='viewport-beside']")
+        expect(beside).to_be_visible()
         expect(frame.get_by_text(f"Similar case {case_id}")).to_be_visible()
+        assert _place(frame.locator("[data-testid='viewport-current']"), frame.locator("#measurements")) == place
+        assert beside.get_attribute("data-window") == place["window"]
         page.locator(".st-key-viewer").scroll_into_view_if_needed()
         _shot(page, "04-similar-case-beside.png")
 

@@ -37,6 +37,10 @@ type PaneMeta = {
   start: number;
 };
 
+// Where the doctor is in a pane: kept when the component draws its panes again (a second pane
+// opened or closed reruns the page with new arguments), keyed by the pane and its series.
+type Place = { index: number; voi: { lower: number; upper: number } | null; zoom: number; pan: [number, number] };
+
 type Pane = {
   meta: PaneMeta;
   viewportId: string;
@@ -45,6 +49,9 @@ type Pane = {
   overlay: Record<string, HTMLElement>;
   slider: HTMLInputElement;
   data?: Int16Array | Float32Array | Uint8Array;
+  // the window shown. Cornerstone's CPU stack path resets getProperties().voiRange to the image's own
+  // window on every new slice while it keeps drawing the old one: that value must not be trusted
+  voi?: { lower: number; upper: number };
 };
 
 const ENGINE_ID = "casebook-engine";
@@ -74,6 +81,7 @@ let activeDrag = "wl";
 let linked = true;
 let cineOn = false;
 let syncing = false;
+const places = new Map<string, Place>();
 const stats = { renders: 0, lastRender: 0, lastPaint: 0, lastInput: 0 };
 (window as any).casebookViewer = {
   stats,
@@ -241,7 +249,7 @@ function updateOverlay(p: Pane): void {
   if (!vp) return;
   const i = vp.getCurrentImageIdIndex();
   const n = p.imageIds.length;
-  const voi = vp.getProperties().voiRange;
+  const voi = windowOf(p);
   const wl = voi && !p.meta.colour
     ? `W ${Math.round(voi.upper - voi.lower)} / L ${Math.round((voi.upper + voi.lower) / 2)}`
     : "colour";
@@ -274,15 +282,47 @@ function follow(source: Pane, kind: "slice" | "voi"): void {
       if (kind === "slice") {
         const rel = vp.getCurrentImageIdIndex() / Math.max(source.imageIds.length - 1, 1);
         scrollTo(other, Math.round(rel * (other.imageIds.length - 1)));
-      } else if (!other.meta.colour && !source.meta.colour) {
+      } else if (sameScale(source, other) && windowOf(source)) {
         const ov = viewportOf(other);
-        ov.setProperties({ voiRange: { ...vp.getProperties().voiRange } });
+        ov.setProperties({ voiRange: { ...windowOf(source)! } });
         ov.render();
       }
     }
   } finally {
     syncing = false;
   }
+}
+
+// a window means the same in both panes: grey images of one modality (HU for CT)
+function sameScale(a: Pane, b: Pane): boolean {
+  return !a.meta.colour && !b.meta.colour && a.meta.modality === b.meta.modality;
+}
+
+function windowOf(p: Pane): { lower: number; upper: number } | undefined {
+  return p.voi ?? viewportOf(p)?.getProperties().voiRange;
+}
+
+// a new slice: Cornerstone's own VOI state back to the window shown (the window tool starts its drag from it)
+function keepWindow(p: Pane): void {
+  const r = viewportOf(p).getProperties().voiRange;
+  if (p.voi && !p.meta.colour && (!r || r.lower !== p.voi.lower || r.upper !== p.voi.upper)) {
+    viewportOf(p).setProperties({ voiRange: { ...p.voi } });
+  }
+}
+
+function placeKey(p: Pane): string {
+  return `${p.meta.key}:${p.meta.series_id}`;
+}
+
+function placeOf(p: Pane): Place {
+  const vp = viewportOf(p);
+  const voi = windowOf(p);
+  return {
+    index: vp.getCurrentImageIdIndex(),
+    voi: voi && !p.meta.colour ? { lower: voi.lower, upper: voi.upper } : null,
+    zoom: vp.getZoom ? vp.getZoom() : 1,
+    pan: [...vp.getPan()] as [number, number],
+  };
 }
 
 function setDragTool(id: string): void {
@@ -371,7 +411,8 @@ function showMeasurements(): void {
     for (const a of cst.annotation.state.getAllAnnotations().filter((x: any) => x.metadata?.toolName === name)) {
       const [target, stat]: [string, any] = Object.entries((a as any).data?.cachedStats ?? {})[0] ?? ["", null];
       if (!stat) continue;
-      if (name === cst.ProbeTool.toolName && stat.index) stat.value = pixelAt(target, stat.index);
+      const held = name === cst.ProbeTool.toolName && stat.index ? pixelAt(target, stat.index) : null;
+      if (held !== null) stat.value = held; // only once the pane holds its pixels again
       const calibrated = panes.some((p) => p.meta.spacing); // without PixelSpacing a length is in pixels
       if (name === cst.LengthTool.toolName && stat.length !== undefined)
         rows.push(`Length ${Number(stat.length).toFixed(1)} ${calibrated ? stat.unit ?? "mm" : "px"}`);
@@ -436,6 +477,31 @@ function markers(p: Pane): void {
 
 let shownKey = "";
 
+// getPan reads the CPU path's translation (image pixels) while setPan takes a world focal point; the map
+// between them is linear (no rotation here), so two probes find the input that gives the pan kept
+function restorePan(vp: any, pan: [number, number]): void {
+  vp.setPan([0, 0]);
+  const t0 = vp.getPan();
+  vp.setPan([1, 1]);
+  const t1 = vp.getPan();
+  vp.setPan([0, 1].map((k) => (t1[k] !== t0[k] ? (pan[k] - t0[k]) / (t1[k] - t0[k]) : 0)));
+}
+
+// Linked, a pane that opens beside one already shown takes its window and its relative slice
+async function linkNewPanes(ref: Pane | undefined, shown: Set<string>): Promise<void> {
+  if (!linked || !ref) return;
+  const from = viewportOf(ref);
+  const rel = from.getCurrentImageIdIndex() / Math.max(ref.imageIds.length - 1, 1);
+  for (const p of panes) {
+    if (p === ref || shown.has(placeKey(p))) continue;
+    const vp = viewportOf(p);
+    await vp.setImageIdIndex(Math.round(rel * (p.imageIds.length - 1)));
+    const voi = windowOf(ref);
+    if (sameScale(ref, p) && voi) vp.setProperties({ voiRange: { ...voi } });
+    vp.render();
+  }
+}
+
 async function render(args: RenderArgs): Promise<void> {
   const metas = (args.panes as PaneMeta[]) ?? [];
   const height = Number(args.height ?? 520);
@@ -443,7 +509,11 @@ async function render(args: RenderArgs): Promise<void> {
   if (key === shownKey) return; // the same series: the browser keeps its state (slice, window, measurements)
   shownKey = key;
   if (cineOn) toggleCine();
-  for (const p of panes) engine!.disableElement(p.viewportId);
+  const shown = new Set(panes.map(placeKey));
+  for (const p of panes) {
+    if (viewportOf(p)?.getImageIds?.().length) places.set(placeKey(p), placeOf(p));
+    engine!.disableElement(p.viewportId);
+  }
   const root = document.getElementById("root")!;
   root.replaceChildren();
   root.dataset.two = metas.length > 1 ? "1" : "0";
@@ -458,7 +528,6 @@ async function render(args: RenderArgs): Promise<void> {
   root.append(measured);
   const bar = root.querySelector<HTMLElement>(".toolbar")!;
   row.style.height = `${height - bar.offsetHeight - 44}px`; // toolbar, slice bar and one line of measurements
-  showMeasurements();
   setFrameHeight(height);
   syncing = true; // each pane opens on its own window: the second must not reset the first's
   for (const [i, p] of panes.entries()) {
@@ -473,18 +542,32 @@ async function render(args: RenderArgs): Promise<void> {
       requestAnimationFrame(() => (stats.lastPaint = performance.now())); // the frame that shows it
       updateOverlay(p);
     });
-    p.element.addEventListener(CoreEnums.Events.STACK_NEW_IMAGE, () => follow(p, "slice"));
+    p.element.addEventListener(CoreEnums.Events.STACK_NEW_IMAGE, () => {
+      keepWindow(p);
+      follow(p, "slice");
+    });
     // a tool computes its statistics while drawing: read them once the annotations are drawn
     p.element.addEventListener(cst.Enums.Events.ANNOTATION_RENDERED, () => window.setTimeout(showMeasurements, 0));
-    p.element.addEventListener(CoreEnums.Events.VOI_MODIFIED, () => follow(p, "voi"));
-    await vp.setStack(p.imageIds, Math.min(p.meta.start, p.imageIds.length - 1));
-    if (p.meta.window && !p.meta.colour) {
+    p.element.addEventListener(CoreEnums.Events.VOI_MODIFIED, (e: any) => {
+      if (e.detail?.range) p.voi = { lower: e.detail.range.lower, upper: e.detail.range.upper };
+      follow(p, "voi");
+    });
+    const place = places.get(placeKey(p)); // this pane was shown before: back to where the doctor was
+    await vp.setStack(p.imageIds, Math.min(place?.index ?? p.meta.start, p.imageIds.length - 1));
+    if (place?.voi) vp.setProperties({ voiRange: { ...place.voi } });
+    else if (p.meta.window && !p.meta.colour) {
       const { center: c, width: w } = p.meta.window;
       vp.setProperties({ voiRange: { lower: c - w / 2, upper: c + w / 2 } });
+    }
+    if (place) {
+      vp.setZoom(place.zoom);
+      restorePan(vp, place.pan);
     }
     markers(p);
     vp.render();
   }
+  await linkNewPanes(panes.find((p) => shown.has(placeKey(p))) ?? panes[0], shown);
+  showMeasurements(); // every pane holds its pixels again: the probe values can be read
   window.setTimeout(() => (syncing = false), 0); // after the VOI events of the first renders
   document.body.dataset.ready = key;
 }
