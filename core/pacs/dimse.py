@@ -34,6 +34,8 @@ from core.errors import (
 )
 from core.pacs.client import StudyHit, StudyQuery, check_uid
 
+A_ASSOCIATE_RJ = 0x03  # PDU type of an association rejection (PS3.8 9.3.4)
+
 __all__ = ["DimseClient"]
 
 logging.getLogger("pynetdicom").setLevel(logging.WARNING)  # its INFO/DEBUG lines print identifiers
@@ -84,8 +86,17 @@ class DimseClient:
             raise PacsTimeoutError(f"{what}: {self.where} did not answer in time") from exc
         except OSError as exc:
             raise PacsUnreachableError(f"{what}: {self.where} is unreachable (no connection)") from exc
-        assoc = self._ae(contexts).associate(host, port, ae_title=self.cfg.called_aet, tls_args=self._tls(), **kw)
-        if assoc.is_rejected:
+        from pynetdicom import evt
+
+        pdu_types: set[int] = set()  # the first byte of each PDU received: 0x03 is A-ASSOCIATE-RJ
+        handlers = [*kw.pop("evt_handlers", []), (evt.EVT_DATA_RECV, lambda e: pdu_types.add(e.data[0]))]
+        assoc = self._ae(contexts).associate(
+            host, port, ae_title=self.cfg.called_aet, tls_args=self._tls(), evt_handlers=handlers, **kw
+        )
+        # A peer that rejects and at once closes the connection can reach pynetdicom as an abort
+        # (the close is handled before the A-ASSOCIATE-RJ it read: 4 of 30 tries under load); the
+        # PDU it received still says rejected.
+        if assoc.is_rejected or (not assoc.is_established and A_ASSOCIATE_RJ in pdu_types):
             raise PacsAuthError(
                 f"{what}: {self.where} rejected the association (calling AE title or address not allowed)",
                 hint="Ask the PACS administrator to register pacs.calling_aet and this host; check pacs.called_aet.",
