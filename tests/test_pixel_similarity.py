@@ -32,7 +32,9 @@ def test_every_demo_embedding_is_computed_from_its_pixels(demo: Runtime) -> None
     enc = make_image_encoder(demo.settings)
     assert isinstance(enc, RadiomicsEncoder) and index_encoder_id(demo.settings) == enc.encoder_id
     with demo.db.read_only() as s:
-        cases = s.execute(select(HistoricalCase.case_id, HistoricalCase.embedding).where(HistoricalCase.id % 97 == 0)).all()
+        cases = s.execute(
+            select(HistoricalCase.case_id, HistoricalCase.embedding).where(HistoricalCase.id % 97 == 0)
+        ).all()
         scans = s.execute(select(Scan.id, Scan.embedding).where(Scan.embedding.is_not(None))).all()
     assert len(cases) >= 50 and len(scans) >= 10
     for case_id, emb in cases:
@@ -45,14 +47,28 @@ def test_every_demo_embedding_is_computed_from_its_pixels(demo: Runtime) -> None
 def test_same_pixels_under_different_labels_get_the_same_embedding(fresh: Runtime, tmp_path: Path) -> None:
     """Two imports of one image whose every text (descriptions, patient, body part) differs: one embedding."""
     texts = [
-        {"StudyDescription": "CT chest pneumonia", "SeriesDescription": "consolidation", "BodyPartExamined": "CHEST",
-         "PatientName": "Alpha^Ann", "PatientID": "P-1"},
-        {"StudyDescription": "Brain tumour", "SeriesDescription": "glioblastoma follow-up", "BodyPartExamined": "HEAD",
-         "PatientName": "Beta^Bob", "PatientID": "P-2"},
+        {
+            "StudyDescription": "CT chest pneumonia",
+            "SeriesDescription": "consolidation",
+            "BodyPartExamined": "CHEST",
+            "PatientName": "Alpha^Ann",
+            "PatientID": "P-1",
+        },
+        {
+            "StudyDescription": "Brain tumour",
+            "SeriesDescription": "glioblastoma follow-up",
+            "BodyPartExamined": "HEAD",
+            "PatientName": "Beta^Bob",
+            "PatientID": "P-2",
+        },
     ]
     vectors = []
     for i, t in enumerate(texts):
-        uids = {"StudyInstanceUID": generate_uid(), "SeriesInstanceUID": generate_uid(), "SOPInstanceUID": generate_uid()}
+        uids = {
+            "StudyInstanceUID": generate_uid(),
+            "SeriesInstanceUID": generate_uid(),
+            "SOPInstanceUID": generate_uid(),
+        }
         path = edited("CT_small.dcm", tmp_path / f"{i}.dcm", **t, **uids)
         summary = import_images(fresh.settings, fresh.db, [path], anatomy="abdomen")
         with fresh.db.read_only() as s:
@@ -139,7 +155,46 @@ def test_user_torchscript_model_end_to_end(fresh: Runtime, tmp_path: Path) -> No
     with rt.db.read_only() as s:
         scan = s.get(Scan, sid)
         assert scan is not None and scan.embedding is not None
-        rows = s.execute(select(HistoricalCase.case_id, HistoricalCase.embedding).where(HistoricalCase.anatomy == "abdomen")).all()
+        rows = s.execute(
+            select(HistoricalCase.case_id, HistoricalCase.embedding).where(HistoricalCase.anatomy == "abdomen")
+        ).all()
     best = max(rows, key=lambda r: float(np.asarray(r[1]) @ np.asarray(scan.embedding)))
     assert result.cases[0].caseId == best[0]  # the index searched the model's vectors
     assert result.cases[0].drivers == []  # an opaque model: no feature groups claimed
+
+
+def test_setup_re_embeds_vectors_another_encoder_made(fresh: Runtime) -> None:
+    """Data seeded before an encoder upgrade: set-up notices the other encoder's vectors and re-embeds them from pixels."""
+    from sqlalchemy import update
+
+    from core.cases.reembed import stale_encoders
+    from core.setup import prepare
+    from core.store.models import ImageSeries
+
+    enc = make_image_encoder(fresh.settings)
+    assert enc is not None and stale_encoders(fresh.db, enc.encoder_id) == {}
+    case_ids = ["HC-00001", "HC-00002", "HC-00003"]
+    rng = np.random.default_rng(0)
+    series = {case_id: series_for_case(fresh.db, case_id)[0].id for case_id in case_ids}
+    with fresh.db.session() as s:
+        for case_id, sid in series.items():  # what an older encoder left: its id on the series, its vector on both rows
+            old = rng.standard_normal(512).astype(np.float32)
+            old /= np.linalg.norm(old)
+            s.execute(
+                update(ImageSeries).where(ImageSeries.id == sid).values(encoder_id="demo-imaging-sim-v1", embedding=old)
+            )
+            s.execute(update(HistoricalCase).where(HistoricalCase.case_id == case_id).values(embedding=old))
+    assert stale_encoders(fresh.db, enc.encoder_id) == {"demo-imaging-sim-v1": 3}
+
+    said: list[str] = []
+    prepare(fresh.settings, say=said.append)
+    assert any("another encoder (3 from demo-imaging-sim-v1)" in m for m in said), said
+    assert any(m.startswith("Re-embedded 3 cases and ") for m in said), said  # (and any scan without a vector yet)
+    assert stale_encoders(fresh.db, enc.encoder_id) == {}
+    with fresh.db.read_only() as s:
+        for case_id in case_ids:
+            emb = s.execute(select(HistoricalCase.embedding).where(HistoricalCase.case_id == case_id)).scalar_one()
+            assert np.allclose(enc.encode(_middle_pixels(fresh, series_for_case(fresh.db, case_id))), emb, atol=1e-5)
+    said.clear()
+    prepare(fresh.settings, say=said.append)  # idempotent: nothing stale the second time
+    assert not any("another encoder" in m for m in said)

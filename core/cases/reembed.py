@@ -25,7 +25,7 @@ from core.settings import Settings
 from core.store.db import Database
 from core.store.models import HistoricalCase, ImageInstance, ImageSeries, Scan
 
-__all__ = ["ReembedSummary", "reembed"]
+__all__ = ["ReembedSummary", "reembed", "stale_encoders"]
 
 
 @dataclass(frozen=True)
@@ -56,10 +56,35 @@ def _first_series(db: Database, column: Any) -> dict[str, tuple[int, str, int]]:
     return {owner: parts[len(parts) // 2] for owner, parts in slices.items()}
 
 
+def stale_encoders(db: Database, encoder_id: str) -> dict[str, int]:
+    """Encoder id -> number of stored image series whose vectors another encoder made (an upgrade or a settings change).
+
+    Series without a vector, and the attached real DICOM series (``demo-dicom``, never embedded), are not counted.
+    """
+    from sqlalchemy import func
+
+    with db.read_only() as s:
+        rows = s.execute(
+            select(ImageSeries.encoder_id, func.count())
+            .where(ImageSeries.embedding.is_not(None), ImageSeries.kind != "demo-dicom")
+            .where((ImageSeries.encoder_id != encoder_id) | ImageSeries.encoder_id.is_(None))
+            .group_by(ImageSeries.encoder_id)
+        ).all()
+    return {str(enc): int(n) for enc, n in rows}
+
+
 def reembed(
-    settings: Settings, db: Database, encoder: ImageEncoder, *, progress: Callable[[str], None] | None = None
+    settings: Settings,
+    db: Database,
+    encoder: ImageEncoder,
+    *,
+    progress: Callable[[str], None] | None = None,
+    only_stale: bool = False,
 ) -> ReembedSummary:
-    """Encode every case and scan image with ``encoder``; it must be the case index's encoder."""
+    """Encode every case and scan image with ``encoder``; it must be the case index's encoder.
+
+    With ``only_stale``, images whose stored vector ``encoder`` already made are left as they are.
+    """
     target = index_encoder_id(settings)
     if encoder.encoder_id != target:
         raise ConfigError(
@@ -68,14 +93,20 @@ def reembed(
         )
     store = ImageStore.from_settings(settings)
     done = {"cases": 0, "scans": 0}
-    owners = ((HistoricalCase, HistoricalCase.case_id, ImageSeries.case_id, "cases"),
-              (Scan, Scan.id, ImageSeries.scan_id, "scans"))
+    owners = (
+        (HistoricalCase, HistoricalCase.case_id, ImageSeries.case_id, "cases"),
+        (Scan, Scan.id, ImageSeries.scan_id, "scans"),
+    )
     skipped = 0
+    current: set[int] = set()
+    if only_stale:
+        with db.read_only() as s:
+            current = set(s.scalars(select(ImageSeries.id).where(ImageSeries.encoder_id == encoder.encoder_id)))
     for model, key, column, name in owners:
-        picks = _first_series(db, column)
+        picks = {o: p for o, p in _first_series(db, column).items() if p[0] not in current}
         with db.read_only() as s:
             all_ids = [str(v) for v in s.scalars(select(key))]
-        skipped += sum(1 for i in all_ids if i not in picks)
+        skipped += 0 if only_stale else sum(1 for i in all_ids if i not in picks)
         batch: list[tuple[str, int, np.ndarray]] = []
         for owner, (sid, sha, frame) in picks.items():
             batch.append((owner, sid, encoder.encode(np.asarray(store.load_frames(sha)[frame]))))
