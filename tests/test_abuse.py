@@ -134,6 +134,7 @@ def test_guard_never_keeps_foreign_ids_or_forbidden_sentences(copd: BundleResult
 @given(question=st.text(min_size=0, max_size=300))
 @example(question="AC")  # found by this test: "5 of 5 similar cases record ac" ('ac' matched 'acquired')
 @example(question="mi?")
+@example(question="U")  # found by this test: its "Read as: how many similar cases record something." was removed
 def test_any_question_is_answered_by_the_rules_or_refused(abuse_rt: Runtime, question: str) -> None:
     sid = scan_of(abuse_rt, "priya.nair")
     try:
@@ -145,6 +146,15 @@ def test_any_question_is_answered_by_the_rules_or_refused(abuse_rt: Runtime, que
     assert set(res.answer.citedCaseIds) <= set(result.case_ids)
     if res.answer.citedCaseIds:  # a grounded answer passes its own rules (verbatim outcomes are history)
         assert enforce(res.answer.answer, result).removed == []
+
+
+def test_every_read_as_line_passes_the_guard(copd: BundleResult) -> None:
+    """The composer's own "Read as: <intent label>." lines are kept whatever words the labels use."""
+    from core.answer.reader import INTENT_LABELS
+
+    lines = [f"Read as: {label}." for label in INTENT_LABELS.values()]
+    assert enforce(" ".join(lines), copd).removed == []
+    assert enforce("Read as: the patient will die.", copd).removed  # only the fixed lines, not anything after "Read as:"
 
 
 def test_oversized_question_is_refused(abuse_rt: Runtime) -> None:
