@@ -155,8 +155,14 @@ def test_index_built_with_other_hnsw_parameters_is_rebuilt(fresh: Runtime) -> No
     assert old.manifest["params"]["hnsw_m"] == fresh.settings.search.hnsw_m
     settings = make_settings(fresh.settings.paths.data_dir.parent, search={"hnsw_m": 16, "hnsw_min_cases": 1000})
     index = open_runtime(settings).case_search.index
-    assert index.manifest["params"] == {"hnsw_min_cases": 1000, "hnsw_m": 16, "hnsw_ef_construction": 80}
+    assert index.manifest["params"] == {"hnsw_min_cases": 1000, "hnsw_m": 16, "hnsw_ef_construction": 80,
+                                        "hnsw_codes": "fp16"}  # fmt: skip
     assert index.version != old.version and any(g.get("hnsw") for g in index.groups.values())
+    # the graph's codes are a build-time parameter too
+    sq8 = open_runtime(make_settings(fresh.settings.paths.data_dir.parent, search={
+        "hnsw_m": 16, "hnsw_min_cases": 1000, "hnsw_codes": "sq8"})).case_search.index  # fmt: skip
+    assert sq8.manifest["params"]["hnsw_codes"] == "sq8" and sq8.version != index.version
+    index = open_runtime(settings).case_search.index  # back to the default codes
     # query-time settings never rebuild
     same = open_runtime(make_settings(fresh.settings.paths.data_dir.parent, search={
         "hnsw_m": 16, "hnsw_min_cases": 1000, "hnsw_ef_search": 64}))  # fmt: skip
