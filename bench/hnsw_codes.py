@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from radiomics_shaped import find_bank
-from similar_cases import make_dataset
+from simbench_data import make_dataset
 
 from core.cases.index import hnsw_quantiser
 from core.embed.e5_int8 import cpu_flags
