@@ -65,6 +65,29 @@ class PgCluster:
         self.prefix = f"cbt_{os.getpid()}_{uuid.uuid4().hex[:6]}"
         self.created: list[str] = []
 
+    def drop_dead_runs(self) -> list[str]:
+        """Drop the databases of earlier test runs whose process is gone (a run killed mid-way).
+
+        Each run names its databases ``cbt_<pid>_...``; a run that died (kill -9, a full disk) never
+        reached :meth:`drop_all`, and its clones of the demo data (about 65 MB each) would stay.
+        """
+        with self.admin.connect() as c:
+            names = [r[0] for r in c.execute(text("SELECT datname FROM pg_database WHERE datname LIKE 'cbt\\_%'"))]
+            dropped = []
+            for name in names:
+                pid = name.split("_")[1]
+                if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+                    c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+                    dropped.append(name)
+        return dropped
+
+    def drop(self, name: str) -> None:
+        """Drop one database this object created (its connections are ended)."""
+        with self.admin.connect() as c:
+            c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        if name in self.created:
+            self.created.remove(name)
+
     def url_for(self, name: str) -> str:
         """SQLAlchemy URL of database ``name``."""
         return self.url.set(database=name).render_as_string(hide_password=False)
@@ -93,6 +116,16 @@ class PgCluster:
                     text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :d"), {"d": name}
                 ).all()
             )
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's live process
+        return True
+    return True
 
 
 def copy_sqlite_to_pg(sqlite_path: Path, pg_url: str) -> None:
@@ -143,6 +176,7 @@ def pg_runtime(cluster: PgCluster, template: str, root: Path, suffix: str, **ove
 def pg_cluster() -> Iterator[PgCluster]:
     """The test PostgreSQL server (skips without ``CASEBOOK_TEST_PG_URL``); its databases are dropped after."""
     cluster = PgCluster(pg_url_or_skip())
+    cluster.drop_dead_runs()
     yield cluster
     cluster.drop_all()
 
@@ -163,7 +197,12 @@ def writable_runtime(
             shutil.copytree(demo_root / "indexes", root / "indexes", symlinks=True)
         return open_runtime(make_settings(root, **overrides))
     cluster, tpl = request.getfixturevalue("pg_cluster"), request.getfixturevalue("pg_tpl")
-    return pg_runtime(cluster, tpl, root, f"w{uuid.uuid4().hex[:8]}", **overrides)
+    suffix = f"w{uuid.uuid4().hex[:8]}"
+    rt = pg_runtime(cluster, tpl, root, suffix, **overrides)
+    # dropped when the requesting test or fixture ends, not at the end of the session: a whole run
+    # would otherwise hold one ~65 MB clone per writer test
+    request.addfinalizer(lambda: (rt.db.dispose(), cluster.drop(f"{cluster.prefix}_{suffix}")))
+    return rt
 
 
 @pytest.fixture(scope="module", params=backend_params())
