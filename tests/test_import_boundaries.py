@@ -50,3 +50,25 @@ def test_the_check_finds_a_lazy_runtime_import(tmp_path: Path) -> None:
     probe.parent.mkdir(parents=True)
     probe.write_text("def f():\n    from core.runtime import Runtime\n    from ..demo import catalog\n    return Runtime, catalog\n")
     assert _violations(probe, tmp_path) == ["core.runtime", "core.runtime.Runtime", "core.demo", "core.demo.catalog"]
+
+
+PAGES = [*sorted((CORE.parent / "pages").rglob("*.py")), CORE.parent / "app.py", CORE.parent / "serve.py"]
+CONCURRENCY = ("threading", "concurrent", "_thread", "multiprocessing", "asyncio")
+
+
+def _concurrency(path: Path, root: Path = CORE.parent) -> list[str]:
+    return [m for m in _imports(path, root) if any(m == f or m.startswith(f + ".") for f in CONCURRENCY)]
+
+
+def test_pages_never_run_threads_of_their_own() -> None:
+    """Budgets, Cancel and background work live in core (issue 27): a page renders events and holds a choice."""
+    assert len(PAGES) > 10
+    bad = {str(p.relative_to(CORE.parent)): v for p in PAGES if (v := _concurrency(p))}
+    assert bad == {}, f"move the thread, pool or event loop into core and render its events: {bad}"
+
+
+def test_the_page_check_finds_a_thread(tmp_path: Path) -> None:
+    probe = tmp_path / "pages" / "probe.py"
+    probe.parent.mkdir(parents=True)
+    probe.write_text("import threading as t\ndef f():\n    from concurrent.futures import ThreadPoolExecutor\n    return t, ThreadPoolExecutor\n")
+    assert _concurrency(probe, tmp_path) == ["threading", "concurrent.futures", "concurrent.futures.ThreadPoolExecutor"]
