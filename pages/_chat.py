@@ -132,7 +132,7 @@ def _show(rt: Runtime, user: CurrentUser, scan_id: str, question: str, key: str,
     def deltas() -> Any:
         nonlocal final
         for ev in events:
-            if ev.kind == "delta":
+            if ev.kind in ("delta", "tick"):  # a tick ("") moves the clock while the model reads the prompt
                 yield ev.text
             elif ev.kind == "final":
                 final = ev.result

@@ -9,7 +9,6 @@ extractive answer standing.
 
 from __future__ import annotations
 
-import concurrent.futures
 import logging
 import time
 from collections.abc import Generator
@@ -27,9 +26,10 @@ from core.answer.reader import Reading
 from core.answer.records import ANSWERED, CANCELLED, answer_status, audit, begin_exchange, complete_exchange
 from core.cases.bundle import build_context_bundle
 from core.contracts import Abstention, AskAnswer, BundleResult, no_comparable_answer
-from core.errors import BackendCancelledError, CasebookError, InvalidInputError, NotFoundError
+from core.errors import BackendCancelledError, BackendTimeoutError, CasebookError, InvalidInputError, NotFoundError
 from core.llm.base import LLM
 from core.llm.budget import CancelToken, feature_budget
+from core.llm.call import chat_call, stream_call
 from core.llm.plan import CallPlan, Choice, plan_call
 from core.store.models import User
 
@@ -84,9 +84,9 @@ class AskResult:
 
 @dataclass(frozen=True)
 class AskEvent:
-    """One step of a streamed answer: ``instant``, ``delta`` (LLM text) or ``final``."""
+    """One step of a streamed answer: ``instant``, ``delta`` (LLM text), ``tick`` (time passes) or ``final``."""
 
-    kind: Literal["instant", "delta", "final"]
+    kind: Literal["instant", "delta", "tick", "final"]
     text: str = ""
     result: AskResult | None = None
     plan: CallPlan | None = None  # on ``instant`` and ``final``: the model call's budget and estimate, or that it waits
@@ -222,19 +222,14 @@ def _finish(
 def _with_llm(rt: AskKit, result: BundleResult, instant: AskResult, q: str, llm: LLM, started: float) -> AskResult:
     """The guarded LLM answer within the time budget, or the instant answer with the reason it stands."""
     messages = ask_messages(result, q, instant.answer.answer)
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
-    # the backend itself stops at the budget instead of generating on for llm.timeout_s
-    future = pool.submit(CancelToken(feature_budget(rt.settings, "ask")).bind(llm).chat, messages)
-    try:
-        completion = future.result(timeout=rt.settings.ask.llm_budget_s)
+    try:  # returns at the budget in wall time; the backend itself stops between two tokens
+        completion = chat_call(llm, messages, CancelToken(feature_budget(rt.settings, "ask")))
         return _from_guard(rt, result, enforce(completion.text, result, facts=instant.facts, **refusal_lists(rt)), instant, started)
-    except concurrent.futures.TimeoutError:
+    except BackendTimeoutError:
         return replace(instant, path="extractive", fallback="the model was slower than its time budget")
     except CasebookError as exc:
         log.warning("LLM backend failed: %s", exc)
         return replace(instant, path="extractive", fallback=f"the model failed: {exc}")
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def answer_readonly(
@@ -311,17 +306,20 @@ def stream_answer(
         parts: list[str] = []
         final: AskResult | None = None
         assert token is not None
-        try:
-            for delta in token.bind(llm).stream(messages):
-                parts.append(delta)
-                yield AskEvent("delta", delta)
-                if token.expired():
-                    final = replace(instant, path="extractive", fallback="the model was slower than its time budget")
-                    break
-        except BackendCancelledError:  # the token was cancelled: stored as the doctor's Cancel (finally below)
-            return
-        except CasebookError as exc:
-            final = replace(instant, path="extractive", fallback=f"the model failed: {exc}")
+        for event in stream_call(llm, messages, token):
+            if event.kind == "delta":
+                parts.append(event.text)
+                yield AskEvent("delta", event.text)
+            elif event.kind == "tick":  # the page's clock while the model reads the prompt, and its Cancel
+                yield AskEvent("tick")
+            elif isinstance(event.error, BackendCancelledError):  # stored as the doctor's Cancel (finally below)
+                return
+            elif isinstance(event.error, BackendTimeoutError):
+                final = replace(instant, path="extractive", fallback="the model was slower than its time budget")
+            elif isinstance(event.error, CasebookError):
+                final = replace(instant, path="extractive", fallback=f"the model failed: {event.error}")
+            elif event.error is not None:
+                raise event.error
         if final is None:
             final = _from_guard(
                 rt, result, enforce("".join(parts), result, facts=instant.facts, **refusal_lists(rt)), instant, started

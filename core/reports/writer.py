@@ -4,8 +4,8 @@
 stands when the model does not, the prompt); :func:`core.llm.plan.plan_call` on its
 prompt says, for the local model, whether the call can finish at the speed measured here,
 so a page can offer "run anyway" or a remote backend before anything starts (the same
-path as Ask AI's). :func:`stream_draft` runs the call in a worker thread under a
-:class:`~core.llm.budget.CancelToken` and yields:
+path as Ask AI's). :func:`stream_draft` runs the call through :func:`core.llm.call.stream_call`
+under a :class:`~core.llm.budget.CancelToken` (which ends it at the budget in wall time) and yields:
 
 * ``tick`` every ``tick_s`` (elapsed seconds, characters received): the page's clock, and
   its chance to notice a Cancel even while the model is still reading the prompt;
@@ -20,8 +20,6 @@ asked, the backend, the prompt hash and the outcome (``cancelled`` included).
 
 from __future__ import annotations
 
-import queue
-import threading
 from collections.abc import Generator
 from dataclasses import dataclass, field, replace
 from typing import Literal
@@ -36,6 +34,7 @@ from core.contracts import BundleResult
 from core.errors import BackendCancelledError, BackendTimeoutError, CasebookError
 from core.llm.base import LLM, Message
 from core.llm.budget import CancelToken, feature_budget
+from core.llm.call import stream_call
 from core.reports import audit as report_audit
 from core.reports.drafts import DraftText, parse_sections, template_draft
 
@@ -43,7 +42,6 @@ __all__ = ["DraftEvent", "DraftPlan", "generate_report_draft", "plan_draft", "st
 
 MODEL_SECTIONS = ("impression", "recommendations")  # the only sections a model may word
 CANCELLED = "extractive:cancelled"  # the audit outcome of a Cancel
-_DONE = object()
 
 
 @dataclass(frozen=True)
@@ -98,17 +96,6 @@ def _complete(text: str) -> dict[str, str]:
     return dict(list(sections.items())[:-1])
 
 
-def _pump(llm: LLM, messages: list[Message], out: queue.Queue[object]) -> None:
-    """Worker thread: hand every delta (then an error, if any, then the end mark) to the consumer."""
-    try:
-        for delta in llm.stream(messages):
-            out.put(delta)
-    except Exception as exc:  # handed to the consumer thread, which decides
-        out.put(exc)
-    finally:
-        out.put(_DONE)
-
-
 def _outcome(exc: BaseException) -> str:
     """The audit outcome of a failed call (at most 40 characters: longer ones are stored hashed)."""
     return CANCELLED if isinstance(exc, BackendCancelledError) else f"extractive:fallback:{type(exc).__name__}"
@@ -137,34 +124,21 @@ def stream_draft(
         why = "no language model is configured" if llm is None else "no comparable cases"
         yield DraftEvent("final", token.elapsed(), draft=replace(plan.base, reason=why))
         return
-    deltas: queue.Queue[object] = queue.Queue()
-    worker = threading.Thread(
-        target=_pump, args=(token.bind(llm), plan.messages, deltas), name="draft-model", daemon=True
-    )
-    worker.start()
     text, shown, failure, audited = "", {}, None, False
     tried: set[str] = set()
     try:
-        next_tick = token.elapsed() + tick_s
-        while True:
-            if token.elapsed() >= next_tick:  # a tick however fast or slow the tokens come
-                next_tick = token.elapsed() + tick_s
-                yield DraftEvent("tick", token.elapsed(), len(text))
-            try:
-                item = deltas.get(timeout=max(0.0, next_tick - token.elapsed()))
-            except queue.Empty:
-                continue
-            if item is _DONE:
-                break
-            if isinstance(item, BaseException):
-                failure = item
-                continue
-            text += str(item)
-            done = _complete(text)
-            if new := done.keys() & set(MODEL_SECTIONS) - tried:
-                tried |= new  # each section is checked once, when the next header closes it
-                shown = _checked(done, plan.result, rt)
-                yield DraftEvent("section", token.elapsed(), len(text), dict(shown))
+        for event in stream_call(llm, plan.messages, token, tick_s=tick_s):
+            if event.kind == "tick":
+                yield DraftEvent("tick", event.elapsed, len(text))
+            elif event.kind == "delta":
+                text += event.text
+                done = _complete(text)
+                if new := done.keys() & set(MODEL_SECTIONS) - tried:
+                    tried |= new  # each section is checked once, when the next header closes it
+                    shown = _checked(done, plan.result, rt)
+                    yield DraftEvent("section", event.elapsed, len(text), dict(shown))
+            else:
+                failure = event.error
         if failure is not None:
             _audit_draft(rt, plan, doctor_id, llm, _outcome(failure))
             audited = True
