@@ -12,7 +12,8 @@ Code catches the narrowest class it can handle; the CLI and the pages print
     │   ├── ImportRejectedError      a case file with rejected rows (nothing imported)
     │   ├── DocumentError            a document that cannot be parsed
     │   ├── ImageRejectedError       an image import refused (nothing imported)
-    │   └── CorpusInputError         bad corpus lines or embeddings (listed by line number)
+    │   ├── CorpusInputError         bad corpus lines or embeddings (listed by line number)
+    │   └── CommunicationRequiredError  a critical result with no communication record (signing, amending)
     ├── ReadOnlyViolationError       inference tried to write
     ├── ImmutableRecordError         a signed report was about to change
     ├── RecordIntegrityError         a record's seal or the record key does not verify
@@ -56,6 +57,7 @@ __all__ = [
     "BackendError",
     "BackendTimeoutError",
     "CasebookError",
+    "CommunicationRequiredError",
     "ConfigError",
     "ConflictError",
     "CorpusInputError",
@@ -153,6 +155,20 @@ class CorpusInputError(InvalidInputError):
     def __init__(self, message: str, problems: list[tuple[int, str]]) -> None:
         super().__init__(message)
         self.problems = problems
+
+
+class CommunicationRequiredError(InvalidInputError):
+    """A report (or an amendment) names a critical finding that no communication record covers; nothing was signed.
+
+    ``findings`` lists the critical findings the text names without a record (empty when the
+    doctor flagged the result critical without naming one of the list).
+    """
+
+    hint = "Record who was told, when, how, and that they read the result back, then sign again."
+
+    def __init__(self, message: str, findings: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.findings = list(findings or [])
 
 
 class ReadOnlyViolationError(CasebookError):

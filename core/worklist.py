@@ -22,7 +22,7 @@ from core.errors import AccessDeniedError
 from core.store.db import Database
 from core.store.models import Report, ReportDraft
 
-__all__ = ["STATUSES", "WorkItem", "is_critical", "neighbours", "worklist"]
+__all__ = ["STATUSES", "WorkItem", "is_critical", "neighbours", "reading_findings", "worklist"]
 
 Status = Literal["unread", "draft", "signed"]
 STATUSES: tuple[Status, ...] = ("unread", "draft", "signed")
@@ -42,10 +42,15 @@ class WorkItem:
     critical: bool
 
 
-def is_critical(diagnosis: str, critical_findings: Iterable[str]) -> bool:
-    """True when the AI reading names a finding on the critical list (case-insensitive substring)."""
+def reading_findings(diagnosis: str, critical_findings: Iterable[str]) -> set[str]:
+    """The findings of the critical list (lower case) that the AI reading names (case-insensitive substring)."""
     text = diagnosis.lower()
-    return any(term.lower() in text for term in critical_findings if term.strip())
+    return {term.strip().lower() for term in critical_findings if term.strip() and term.strip().lower() in text}
+
+
+def is_critical(diagnosis: str, critical_findings: Iterable[str]) -> bool:
+    """True when the AI reading names a finding on the critical list (:func:`reading_findings`)."""
+    return bool(reading_findings(diagnosis, critical_findings))
 
 
 def _priority(item: WorkItem) -> tuple[int, int, dt.datetime]:

@@ -28,7 +28,7 @@ def _diagnosis(rt: Runtime, scan_id: str) -> str:
 
 def signing_inputs(rt: Runtime, key: str, scan_id: str, texts: dict[str, str]) -> dict[str, Any]:
     """The confirmations and the critical-result record for ``sign_draft``, as keyword arguments."""
-    from core.reports.signing import METHODS, CriticalCommunication, ai_sentences, needs_communication
+    from core.reports.signing import ai_sentences, needs_communication
 
     marked = ai_sentences(texts["findings"], texts["impression"], texts["recommendations"])
     confirmed = []
@@ -44,18 +44,7 @@ def signing_inputs(rt: Runtime, key: str, scan_id: str, texts: dict[str, str]) -
     )
     diagnosis = _diagnosis(rt, scan_id)
     critical = needs_communication(diagnosis, [texts["findings"], texts["impression"]], critical_findings, flagged=flagged)
-    communication: CriticalCommunication | None = None
-    if critical:
-        with st.container(border=True, key="critical-record"):
-            st.markdown("🚨 **Critical result**: record the communication before signing.")
-            c1, c2 = st.columns(2)
-            recipient = c1.text_input("Told to (name and role)", key=f"{key}:to")
-            method = c2.selectbox("How", METHODS, key=f"{key}:how")
-            now = dt.datetime.now(dt.UTC).replace(second=0, microsecond=0, tzinfo=None)
-            when = st.datetime_input("When (UTC)", value=now, key=f"{key}:when")
-            read_back = st.checkbox("The recipient read the result back", key=f"{key}:readback")
-            if recipient.strip():
-                communication = CriticalCommunication(recipient, str(method), when.replace(tzinfo=dt.UTC), read_back)
+    communication = communication_record(key, "before signing") if critical else None
     return {
         "confirmed_ai": confirmed,
         "communication": communication,
@@ -63,6 +52,26 @@ def signing_inputs(rt: Runtime, key: str, scan_id: str, texts: dict[str, str]) -
         "flagged_critical": flagged,
         "ready": len(confirmed) == len(marked) and (not critical or (communication is not None and read_back_ok(communication))),
     }
+
+
+def communication_record(
+    key: str, when_needed: str, *, why: str = "", box: str = "critical-record"
+) -> CriticalCommunication | None:
+    """The critical-result fields (to whom, how, when, read back) in container ``box``; the record once a
+    recipient is named (core checks it again)."""
+    from core.reports.signing import METHODS, CriticalCommunication
+
+    with st.container(border=True, key=box):
+        st.markdown(f"🚨 **Critical result**{inert(why)}: record the communication {when_needed}.")
+        c1, c2 = st.columns(2)
+        recipient = c1.text_input("Told to (name and role)", key=f"{key}:to")
+        method = c2.selectbox("How", METHODS, key=f"{key}:how")
+        now = dt.datetime.now(dt.UTC).replace(second=0, microsecond=0, tzinfo=None)
+        when = st.datetime_input("When (UTC)", value=now, key=f"{key}:when")
+        read_back = st.checkbox("The recipient read the result back", key=f"{key}:readback")
+    if not recipient.strip():
+        return None
+    return CriticalCommunication(recipient, str(method), when.replace(tzinfo=dt.UTC), read_back)
 
 
 def read_back_ok(c: CriticalCommunication) -> bool:

@@ -113,6 +113,37 @@ def test_report_draft_lists_edits_signs_and_amends(fresh: Runtime, monkeypatch: 
     assert "Reason for this amendment: Decompression recorded after signing." in texts(at)
 
 
+
+def test_amend_naming_a_new_critical_finding_asks_for_the_record(fresh: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
+    use_root(fresh.settings.paths.data_dir.parent, monkeypatch)
+    doctor = user_of(fresh, "dr.chen")
+    scan = scan_of(fresh, "rahul.mehta")  # AI reading: COPD, not critical; signed with no record
+    sign_id = sign_draft(fresh.db, save_draft(fresh.db, scan, doctor.id, DraftText("Emphysema.", "COPD.", "")), doctor.id)
+    at = page("report_draft", doctor, scan).run()
+    k = f"amend-{sign_id}"
+    assert "record the communication" not in texts(at)
+    at.text_input(key=f"{k}:reason").input("Missed finding.").run()
+    at.checkbox(key=f"{k}:confirm").check().run()
+    assert not at.button(key=f"{k}:sign").disabled and not [w for w in at.text_input if w.key == f"{k}:to"]
+    # typed and signed in one go: the form had not asked yet, core refuses and the page says why
+    at.text_area(key=f"{k}:findings").input("Emphysema. Large right pneumothorax.")
+    at.button(key=f"{k}:sign").click().run()
+    assert not at.exception
+    assert "Could not amend: This amendment newly names a critical finding (pneumothorax)" in texts(at)
+    with fresh.db.read_only() as s:
+        assert s.scalars(select(Report).where(Report.supersedes_id == sign_id)).first() is None
+    # now the form asks: the same record fields as at signing, and no signing before they are complete
+    assert "newly named: pneumothorax" in texts(at) and at.button(key=f"{k}:sign").disabled
+    at.text_input(key=f"{k}:to").input("Dr. B. Mensah, surgical registrar").run()
+    assert at.button(key=f"{k}:sign").disabled, "not read back yet"
+    at.checkbox(key=f"{k}:readback").check().run()
+    at.button(key=f"{k}:sign").click().run()
+    assert not at.exception and "Signed amended report" in texts(at)
+    with fresh.db.read_only() as s:
+        v2 = s.scalars(select(Report).where(Report.supersedes_id == sign_id)).one()
+    assert "CRITICAL RESULT: communicated to Dr. B. Mensah, surgical registrar by phone" in v2.recommendations
+    assert "CRITICAL RESULT: communicated to Dr. B. Mensah" in texts(at), "the record is shown on the amended report"
+
 def test_report_draft_empty_state(demo_env: Path, demo: Runtime) -> None:
     at = page("report_draft", user_of(demo, "dr.chen"), scan_of(demo, "li.wei")).run()
     assert not at.exception

@@ -4,6 +4,8 @@
 * :mod:`core.reports.writer`: the model's part of a draft (estimate, live stream, Cancel); it
   never writes a draft (import it directly: it loads the answer guard and the case search);
 * :mod:`core.reports.store`: saving, signing and amending, the only writes;
+* :mod:`core.reports.signing` and :mod:`core.reports.critical`: attestation, and which critical
+  findings need a communication record (at signing, and for an amendment that newly names one);
 * :mod:`core.reports.reads`: a scan's saved drafts and signed versions, and their verification;
 * :mod:`core.reports.autosave`: the editor's text kept as the doctor's unsigned draft, reopened after a reload;
 * :mod:`core.reports.audit`: one audit row per report event.

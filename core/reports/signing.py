@@ -9,6 +9,9 @@
   report's text does, or the doctor flags it) needs a :class:`CriticalCommunication`:
   to whom, when, how, and read-back confirmed. It is written into the signed text
   (CRITICAL RESULT) and into the audit.
+* An amendment that names a critical finding no earlier version's record covers (or that the
+  doctor flags) needs its own record, written into the new version and the audit the same way
+  (:func:`amendment_critical`).
 * An amendment goes through the same attestation: its AI-derived sentences are confirmed
   or edited, the earlier signer's ATTESTATION paragraph is dropped from the new text
   (:func:`without_attestation`; it stays in the version it belongs to) and the amending
@@ -29,9 +32,12 @@ __all__ = [
     "METHODS",
     "CriticalCommunication",
     "ai_sentences",
+    "amendment_critical",
     "attest",
     "attestation_line",
     "communication_line",
+    "critical_named",
+    "names_critical",
     "needs_communication",
     "without_attestation",
 ]
@@ -107,18 +113,26 @@ class CriticalCommunication:
 _NEGATION = re.compile(r"\b(no|not|without|negative for|free of|resolved|excluded)\b[^.;]*$", re.I)
 
 
-def names_critical(text: str, critical_findings: Sequence[str]) -> bool:
-    """True when ``text`` affirms a critical finding: the COMPARISON paragraph (prior reports) and negated
-    mentions ("no pneumothorax", "without free air") do not count."""
+def critical_named(text: str, critical_findings: Sequence[str]) -> set[str]:
+    """The critical findings (lower case) that ``text`` affirms: the COMPARISON paragraph (prior reports)
+    and negated mentions ("no pneumothorax", "without free air") do not count. The AI mark is not read
+    (its "not verified" is no negation)."""
     from core.reports.drafts import split_findings
 
-    current = split_findings(text)[1].lower()
+    current = _MARK.sub(" ", split_findings(text)[1]).lower()
+    named: set[str] = set()
     for term in (t.strip().lower() for t in critical_findings):
         for m in re.finditer(re.escape(term), current) if term else ():
             sentence_start = max(current.rfind(".", 0, m.start()), current.rfind("\n", 0, m.start())) + 1
             if not _NEGATION.search(current[sentence_start : m.start()]):
-                return True
-    return False
+                named.add(term)
+                break
+    return named
+
+
+def names_critical(text: str, critical_findings: Sequence[str]) -> bool:
+    """True when ``text`` affirms a critical finding (:func:`critical_named`)."""
+    return bool(critical_named(text, critical_findings))
 
 
 def needs_communication(
@@ -132,6 +146,20 @@ def needs_communication(
         or is_critical(diagnosis, critical_findings)
         or any(names_critical(t, critical_findings) for t in texts)
     )
+
+
+def amendment_critical(
+    texts: Sequence[str], critical_findings: Sequence[str], covered: set[str], *, flagged: bool = False
+) -> tuple[bool, list[str]]:
+    """Whether an amendment needs its own communication record, and the critical findings it newly names.
+
+    The amendment's ``texts`` are read as at signing (:func:`critical_named`); a finding in ``covered``
+    (named by an earlier version that has a record, :func:`core.reports.critical.covered_findings`)
+    needs none. The doctor's flag always needs one, as at signing.
+    """
+    named = set().union(*(critical_named(t, critical_findings) for t in texts)) if texts else set()
+    new = sorted(named - covered)
+    return flagged or bool(new), new
 
 
 def communication_line(c: CriticalCommunication) -> str:

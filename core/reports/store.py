@@ -22,10 +22,19 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import select, text, update
 from sqlalchemy.exc import IntegrityError
 
-from core.errors import AccessDeniedError, ConflictError, ImmutableRecordError, InvalidInputError, NotFoundError
+from core.errors import (
+    AccessDeniedError,
+    CommunicationRequiredError,
+    ConflictError,
+    ImmutableRecordError,
+    InvalidInputError,
+    NotFoundError,
+)
 from core.reports import audit as report_audit
+from core.reports.critical import covered_findings
 from core.reports.signing import (
     CriticalCommunication,
+    amendment_critical,
     attest,
     attestation_line,
     communication_line,
@@ -182,7 +191,7 @@ def sign_draft(
             scan.ai_diagnosis, [draft.findings, draft.impression], critical_findings, flagged=flagged_critical
         )
         if critical and communication is None:
-            raise InvalidInputError(
+            raise CommunicationRequiredError(
                 "This report has a critical finding: record who was told, when, how, and the read-back before signing"
             )
         signed, confirmed = attest(texts, confirmed_ai)  # refuses an AI-derived sentence left unconfirmed
@@ -225,6 +234,9 @@ def amend_report(
     reason: str,
     allow_colleague: bool = False,
     confirmed_ai: Sequence[str] = (),
+    communication: CriticalCommunication | None = None,
+    critical_findings: Sequence[str] = (),
+    flagged_critical: bool = False,
 ) -> int:
     """A signed new version superseding ``report_id`` (which never changes); returns its id.
 
@@ -239,6 +251,11 @@ def amend_report(
     the amending doctor's own ends the new version. When the amendment carried AI-derived text, its
     marked text is kept as a signed draft row of the new version and the audit row counts the
     confirmed sentences: the AI provenance stays in the history.
+
+    Critical results as at signing: an amendment whose findings or impression name one of
+    ``critical_findings`` that no recorded earlier version covers, or that the doctor flags
+    (``flagged_critical``), needs ``communication`` (else :class:`CommunicationRequiredError`, nothing
+    written); its CRITICAL RESULT paragraph precedes the new ATTESTATION and it gets its audit row.
     """
     _doctor(db, doctor_id)
     if not (findings.strip() and impression.strip()):
@@ -267,13 +284,23 @@ def amend_report(
         doctor = s.get(User, doctor_id)
         assert doctor is not None
         now = utcnow()
-        closing = attestation_line(doctor.display_name, confirmed, now, amends_version=old.version)
+        critical, named = amendment_critical(
+            [findings, impression], critical_findings, covered_findings(s, old, critical_findings),
+            flagged=flagged_critical,
+        )  # fmt: skip
+        if critical and communication is None:
+            what = f" newly names a critical finding ({', '.join(named)})" if named else " is flagged as a critical result"
+            raise CommunicationRequiredError(
+                f"This amendment{what}: record who was told, when, how, and the read-back before signing it", named
+            )
+        closing = [communication_line(communication.checked(now))] if critical and communication else []
+        closing.append(attestation_line(doctor.display_name, confirmed, now, amends_version=old.version))
         new = Report(
             scan_id=old.scan_id,
             author_id=doctor_id,
             findings=signed["findings"],
             impression=signed["impression"],
-            recommendations="\n\n".join(p for p in (signed["recommendations"], closing) if p),
+            recommendations="\n\n".join(p for p in (signed["recommendations"], *closing) if p),
             is_ai_corrected=old.is_ai_corrected or confirmed > 0,
             version=old.version + 1,
             supersedes_id=old.id,
@@ -302,4 +329,9 @@ def amend_report(
             content_hash=new.content_hash, colleague_of=old.author_id if old.author_id != doctor_id else None,
             ai_confirmed=confirmed, draft_id=draft_id,
         )  # fmt: skip
+        if critical and communication is not None:
+            report_audit.critical_communicated(
+                s, doctor_id, old.scan_id, report_id=new.id, recipient=communication.recipient.strip(),
+                method=communication.method, at=communication.communicated_at.isoformat(timespec="minutes"),
+            )  # fmt: skip
         return new.id
