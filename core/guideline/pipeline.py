@@ -50,6 +50,7 @@ from core.kb.lexicon import DrugLexicon
 from core.kb.protocols import Retriever
 from core.llm.base import LLM
 from core.llm.budget import CancelToken, feature_budget
+from core.llm.call import chat_call
 
 if TYPE_CHECKING:
     from core.settings import Settings
@@ -307,8 +308,9 @@ class GuidelineQA:
                 trace.add("generate", backend=self.backend, raw="", note="no evidence sentence to prompt with")
                 return []
             try:
-                writer = CancelToken(feature_budget(self.settings, "guideline")).bind(self.llm)  # stops at the budget
-                reply = writer.chat(bullet_prompt(question, sentences, self.cfg), max_tokens=self.cfg.llm_max_tokens)
+                token = CancelToken(feature_budget(self.settings, "guideline"))  # returns at the budget in wall time
+                prompt = bullet_prompt(question, sentences, self.cfg)
+                reply = chat_call(self.llm, prompt, token, max_tokens=self.cfg.llm_max_tokens)
             except BackendError as exc:
                 log.warning("guideline QA: LLM failed (%s); using the extractive composer", exc)
                 failure = {"fallback_from": self.backend, "error": str(exc), "error_kind": type(exc).__name__}
@@ -380,8 +382,9 @@ class GuidelineQA:
         source = "glossary"
         if self.llm is not None and self.cfg.patient_summary == "llm":
             try:
-                writer = CancelToken(feature_budget(self.settings, "guideline")).bind(self.llm)
-                draft = writer.chat(patient_prompt(clinician), max_tokens=self.cfg.patient_max_tokens).text.strip()
+                token = CancelToken(feature_budget(self.settings, "guideline"))
+                reply = chat_call(self.llm, patient_prompt(clinician), token, max_tokens=self.cfg.patient_max_tokens)
+                draft = reply.text.strip()
                 source = self.backend
             except BackendError as exc:
                 log.warning("guideline QA: patient summary LLM failed (%s); using the glossary", exc)

@@ -21,12 +21,12 @@ import queue
 import threading
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Unpack
 
 from core.errors import BackendCancelledError, BackendTimeoutError
 
 if TYPE_CHECKING:
-    from core.llm.base import LLM, Completion, Message
+    from core.llm.base import LLM, Completion, GenOptions, Message
     from core.llm.budget import CancelToken
 
 __all__ = ["CallEvent", "chat_call", "stream_call"]
@@ -44,10 +44,10 @@ class CallEvent:
     error: BaseException | None = None  # on ``end``: why the reply stopped early (budget, Cancel, a backend failure)
 
 
-def _pump(llm: LLM, messages: Sequence[Message], out: queue.Queue[object]) -> None:
+def _pump(llm: LLM, messages: Sequence[Message], options: GenOptions, out: queue.Queue[object]) -> None:
     """Worker thread: every delta, then an error if any, then the end mark."""
     try:
-        for delta in llm.stream(messages):
+        for delta in llm.stream(messages, **options):
             out.put(delta)
     except Exception as exc:  # handed to the caller, which decides
         out.put(exc)
@@ -64,14 +64,19 @@ def _stopped(token: CancelToken) -> BaseException | None:
 
 
 def stream_call(
-    llm: LLM, messages: Sequence[Message], token: CancelToken, *, tick_s: float = 0.5
+    llm: LLM,
+    messages: Sequence[Message],
+    token: CancelToken,
+    *,
+    tick_s: float = 0.5,
+    **options: Unpack[GenOptions],
 ) -> Generator[CallEvent, None, None]:
     """Stream ``llm``'s reply to ``messages`` under ``token``; see the module docstring.
 
     Closing the generator early cancels the token, so the backend stops between two tokens.
     """
     out: queue.Queue[object] = queue.Queue()
-    worker = threading.Thread(target=_pump, args=(token.bind(llm), messages, out), name="model-call", daemon=True)
+    worker = threading.Thread(target=_pump, args=(token.bind(llm), messages, options, out), name="model-call", daemon=True)
     worker.start()
     text, error, ended = "", None, False
     try:
@@ -104,14 +109,16 @@ def stream_call(
             token.cancel()  # closed early, or stopped while the backend was busy: it stops between two tokens
 
 
-def chat_call(llm: LLM, messages: Sequence[Message], token: CancelToken) -> Completion:
+def chat_call(
+    llm: LLM, messages: Sequence[Message], token: CancelToken, **options: Unpack[GenOptions]
+) -> Completion:
     """``llm``'s whole reply under ``token``; :class:`BackendTimeoutError` at the deadline, whatever the backend does."""
     box: dict[str, object] = {}
     done = threading.Event()
 
     def work() -> None:
         try:
-            box["reply"] = token.bind(llm).chat(messages)
+            box["reply"] = token.bind(llm).chat(messages, **options)
         except BaseException as exc:  # handed to the caller
             box["error"] = exc
         finally:
