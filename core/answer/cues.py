@@ -46,7 +46,7 @@ SHORTHAND: tuple[tuple[str, str], ...] = (
 # Shorthand words and chat spellings -> what they stand for.
 SHORT_WORDS: dict[str, str] = {
     "pt": "patient", "pts": "patients", "px": "prognosis", "dx": "diagnosis", "ddx": "differential",
-    "tx": "treatment", "rx": "treatment", "mgmt": "management", "sim": "similar", "sev": "severity",
+    "tx": "treatment", "rx": "treatment", "mgmt": "management", "mx": "management", "sim": "similar", "sev": "severity",
     "abx": "antibiotics", "recs": "recommendations", "r": "are", "u": "you", "wud": "would", "wat": "what",
     "wats": "what is", "wy": "why", "y": "why", "wil": "will", "whats": "what is", "hows": "how is", "ur": "your", "gonna": "going to", "hx": "history",
     "prev": "previous", "fn": "function", "sx": "symptoms", "fu": "follow-up", "mets": "mets", "approx": "approximately", "yrs": "years", "yr": "year", "imgs": "images", "ct": "ct",

@@ -217,8 +217,12 @@ class QuestionReader:
             if u.intent == "count":  # what a count counts may be a common word ("any of them pregnant")
                 terms += tuple(w for w in self._common_clinical(text, known) if w not in terms and not _covered(w, u))
             if u.intent == "off_topic" and (
-                _ABOUT_PATIENT.search(text) or (p < self.fallback_below and (terms or u.entities or u.unknown))
-            ):  # "not about a scan" for a part about this patient, or unsure for one naming a clinical term: the next reading
+                _ABOUT_PATIENT.search(text)
+                or (p < self.fallback_below and (terms or u.entities or u.unknown))
+                or (runner_up == "treatment" and p < self.fallback_below)
+            ):  # "not about a scan" for a part about this patient, unsure for one naming a clinical term, or read
+                # next as a request for what to do ("where do we go from here", "would you add a macrolide"): on a
+                # scan's page that asks about this patient, and the pointer cites nothing either: the next reading
                 u = understand(part, self.lexicon, intent=_treatment_only_for_this_patient(text, runner_up), confidence=p)
             if u.intent not in {"off_topic", "injection", "treatment"} and p < self.fallback_below and _off_topic(
                 text, terms, u, self._domain()

@@ -17,7 +17,7 @@ __all__ = ["Split", "split_question"]
 
 # A pasted report: section headings, or several declarative sentences before the question.
 _REPORT_HEAD = re.compile(r"\b(findings|impression|conclusion|history|technique|comparison|clinical (?:info|details))\s*:", re.I)
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Za-z#0-9])|\n+")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Za-z#0-9]|-+>|=+>)|\n+")  # "PSA 9. -> outcomes?": the arrow starts the question
 _ASKING = re.compile(
     r"\?|^\s*(what|which|how|why|who|when|where|is|are|was|were|do|does|did|can|could|should|would|will|any|"
     r"compare|summar|tell|list|give|show|explain|ddx|px|dx)\b",
@@ -30,7 +30,7 @@ _QUESTION_MARK = re.compile(r"^\s*(?:-+>?|=+>|>+|/+|\^|\*+|q\s*:|qs\s*:)", re.I)
 # Where one question ends and the next begins inside a sentence.
 _JOINS = re.compile(
     r"\?\s*|;\s*|\s+(?:and|&|also|plus|\+)\s+(?=(?:also\s+)?(?:what|which|how|why|who|when|where|whether|is|are|was|were|did|do|does|"
-    r"any|were there|can|could|should|would|will|tell|list|give|show|the (?:outcomes?|severity|prognosis|ddx|differential)|"
+    r"any|were there|can|could|should|would|will|tell|list|give|show|advise|suggest|recommend|comment|let me know|the (?:outcomes?|severity|prognosis|ddx|differential)|"
     r"outcomes?|severity|sev|prognosis|ddx|dx|differential|similarity|prior|ages?|sex|gender|demographics|deaths?|"
     r"mortality|the (?:most|worst|youngest|oldest|range|ages?|sex)|their (?:ages?|sex|outcomes?|severity))\b)|,\s*(?:and\s+|&\s*)?|\s+\+\s+|\s&\s",
     re.I,

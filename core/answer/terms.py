@@ -30,6 +30,7 @@ __all__ = ["clinical_terms", "correct_english", "is_rare", "term_evidence"]
 # Zipf frequency below which a word is rare in English (about 1 per million words = 3.0).
 RARE_ZIPF = 3.0
 _COMMON_ZIPF = 4.0
+_PART_ZIPF = 3.0  # each half of a run-together word is at least this common ("micro" + "bleeds")
 
 
 @cache
@@ -50,7 +51,7 @@ def correct_english(token: str) -> str:
     Catches misspelt clinical words the question vocabulary does not list ("amyliod" -> "amyloid",
     "perforaton" -> "perforation"); short tokens and abbreviations are left alone.
     """
-    if len(token) < 5 or not token.isalpha() or zipf_frequency(token, "en") > 0:
+    if len(token) < 5 or not token.isalpha() or zipf_frequency(token, "en") > 0 or _compound(token):
         return token
     limit = 1 if len(token) < 9 else 2
     hits = process.extract(token, _english_words(), scorer=OSA.distance, score_cutoff=limit, limit=5)
@@ -58,6 +59,14 @@ def correct_english(token: str) -> str:
         return token
     best = min(h[1] for h in hits)
     return str(min((h for h in hits if h[1] == best), key=lambda h: h[2])[0])  # the most frequent at that distance
+
+
+def _compound(token: str) -> bool:
+    """True when ``token`` is two English words run together ("microbleeds": micro + bleeds), not a typo of one."""
+    return any(
+        zipf_frequency(token[:i], "en") >= _PART_ZIPF and zipf_frequency(token[i:], "en") >= _PART_ZIPF
+        for i in range(4, len(token) - 3)
+    )
 
 
 def is_rare(word: str) -> bool:

@@ -130,7 +130,7 @@ def _vocabulary(lexicon: ConditionLexicon) -> tuple[str, ...]:
     words |= {"similar", "cases", "case", "matches", "matched", "patients", "patient", "scan", "scans", "findings",
               "outcomes", "prognosis", "diagnosis", "diagnoses", "severity", "critical", "compared", "comparable",
               "which", "what", "many", "worse", "better", "worried", "really", "looked", "turn", "turned",
-              "clinical", "clinically", "summarise", "summarize", "summary", "course", "picked", "lookalike",
+              "clinical", "clinically", "summarise", "summarize", "summary", "course", "picked", "lookalike", "lookalikes", "look-alike", "look-alikes",
               "happened", "similarly", "closely", "matching", "considered", "consider", "others", "another",
               "current", "recent", "latest", "images", "image", "imaging", "study", "studies", "report",
               "reports", "reading", "result", "results", "think", "should", "could", "would", "patterns",

@@ -1,0 +1,284 @@
+"""Issue 23's treatment and absent-term classes in wordings the earlier tables lack (held out, never trained on).
+
+The tables in :mod:`tests.test_ask_classes` cover options named with no verb, tests and
+follow-up, go-aheads and lone findings. These tables add further classes of phrasing,
+written by the team before the reader was changed for them and never used as training
+examples (``tests/test_ask_classes.py::test_the_teams_examples_are_its_own`` checks it):
+
+* what to do for this patient asked in the second person ("would you put him on ..."),
+  as an order ("suggest a plan"), hedged ("I wonder whether ..."), misspelt, naming a drug
+  class rather than a drug ("a statin for her?"), "should we ...", "is X indicated",
+  "what's the plan", and referrals or next steps: all get the pointer;
+* a finding or detail the evidence never records, asked negated ("no PE in any of them?"),
+  misspelt, abbreviated, in the plural or inside a longer sentence: all are stated as
+  "X is not recorded in the evidence", never answered with the outcome list or the pointer.
+
+Each runs through the real service on the seeded demo data (real SQLite, FAISS, the shipped
+intent model over the project's e5 embedder). Demo data, not for clinical use.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from core.answer.compose import is_pointer
+from core.askeval.outside_set import is_pointer_in
+from core.runtime import Runtime
+from tests.test_ask_classes import NOT_COVERED, _ask
+
+# (patient whose newest scan is asked about, question): Guideline QA does not cover these conditions.
+TREATMENT_WORDINGS = [
+    # second person
+    ("rahul.mehta", "would you put him on a LAMA"),
+    ("maria.gonzalez", "do you think she needs a carotid endarterectomy"),
+    ("james.oconnor", "what would you do for his back"),
+    ("li.wei", "would you laser him or wait"),
+    # imperative
+    ("samuel.okafor", "suggest a treatment plan for him"),
+    ("ananya.iyer", "tell me what chemo to give her"),
+    ("hannah.schmidt", "recommend a DMT for her"),
+    ("olivia.brown", "outline the next steps for her melanoma"),
+    ("fatima.zahra", "give me the management options"),
+    # hedged
+    ("rahul.mehta", "I wonder whether he might benefit from pulmonary rehab"),
+    ("james.oconnor", "maybe worth trying a nerve root injection?"),
+    ("maria.gonzalez", "perhaps she ought to be anticoagulated?"),
+    ("li.wei", "might an injection into the eye help him"),
+    # misspelt
+    ("rahul.mehta", "shud we incrase his inhalers"),
+    ("ananya.iyer", "shoud she have a mastectomey"),
+    ("george.miller", "wat tretment for his liver"),
+    ("samuel.okafor", "hormon therapy for him??"),
+    # a drug class instead of a drug
+    ("maria.gonzalez", "a statin for her?"),
+    ("james.oconnor", "NSAIDs or opioids"),
+    ("li.wei", "SGLT2 inhibitor for him?"),
+    ("maria.gonzalez", "DOAC or warfarin"),
+    ("hannah.schmidt", "a course of IV steroids?"),
+    ("rahul.mehta", "beta blocker safe for him"),
+    # "should we ..."
+    ("hannah.schmidt", "should we repeat her lumbar puncture"),
+    ("george.miller", "should we discuss him at the MDT"),
+    ("olivia.brown", "should we do a wider excision"),
+    # "is X indicated"
+    ("maria.gonzalez", "is thrombectomy indicated"),
+    ("samuel.okafor", "is a PSMA PET indicated"),
+    ("imran.khan", "is a chest drain indicated"),
+    ("fatima.zahra", "are antibiotics alone indicated here"),
+    # "what's the plan"
+    ("imran.khan", "what's the plan"),
+    ("george.miller", "plan for him?"),
+    ("olivia.brown", "whats the plan going forward"),
+    ("james.oconnor", "what's the management"),
+    # referral and next step
+    ("li.wei", "refer to the eye clinic?"),
+    ("james.oconnor", "does he need a spinal surgeon"),
+    ("ananya.iyer", "who should she be referred to"),
+    ("hannah.schmidt", "what next for her"),
+    ("samuel.okafor", "where do we go from here"),
+]
+# The scan's AI reading is community-acquired pneumonia, which Guideline QA covers: the question is carried there.
+TREATMENT_WORDINGS_IN_SCOPE = [
+    ("priya.nair", "would you add a macrolide"),
+    ("priya.nair", "is IV antibiotics indicated"),
+    ("priya.nair", "whats the plan for her"),
+    ("priya.nair", "shud she get steroids"),
+]
+# (patient, question, a stem the "not recorded" sentence must name): no evidence field records these.
+ABSENT_WORDINGS = [
+    # negated
+    ("rahul.mehta", "no pulmonary embolism in any of them?", "embol"),
+    ("maria.gonzalez", "none of the matches had an aneurysm?", "aneurysm"),
+    ("james.oconnor", "no vertebral fracture in any?", "fractur"),
+    ("ananya.iyer", "none with Paget disease of the nipple?", "paget"),
+    # misspelt
+    ("rahul.mehta", "any mesothelioama", "mesothel"),
+    ("hannah.schmidt", "any glioama in them", "glio"),
+    ("fatima.zahra", "intusussception in any?", "intus"),
+    ("george.miller", "cholangiocarcinmoa in any", "cholangio"),
+    # abbreviated
+    ("maria.gonzalez", "any AVM", "avm"),
+    ("rahul.mehta", "ILD in the similar cases?", "ild|interstitial|fibrosis"),
+    ("hannah.schmidt", "any ADEM?", "adem"),
+    ("samuel.okafor", "any PNI recorded", "pni"),
+    ("li.wei", "any CRVO", "crvo"),
+    # plural
+    ("rahul.mehta", "any granulomas among them", "granulom"),
+    ("imran.khan", "rib fractures in any of the cases?", "fractur"),
+    ("olivia.brown", "any ulcerations recorded", "ulcer"),
+    ("li.wei", "cataracts in the similar patients?", "cataract"),
+    # inside a longer sentence
+    ("maria.gonzalez", "the registrar wondered about vasculitis, does that come up in any of the similar cases", "vasculitis"),
+    ("james.oconnor", "just checking whether any of the matched cases mention ankylosing spondylitis at all", "spondylitis"),
+    ("fatima.zahra", "before I call the surgeons, was a mucocele ever described in the look-alikes", "mucocele"),
+    ("imran.khan", "out of interest did any of those patients turn out to have Marfan syndrome", "marfan"),
+    # a measurement of this patient no evidence records
+    ("li.wei", "what's his eGFR", "egfr"),
+    ("maria.gonzalez", "her INR?", "inr"),
+]
+
+
+@pytest.mark.parametrize(("user", "question"), TREATMENT_WORDINGS)
+def test_treatment_in_other_wordings_gets_the_pointer(demo: Runtime, user: str, question: str) -> None:
+    shown, cited, carried = _ask(demo, user, question)
+    assert is_pointer(shown) and NOT_COVERED in shown and carried is None and not cited, shown
+
+
+@pytest.mark.parametrize(("user", "question"), TREATMENT_WORDINGS_IN_SCOPE)
+def test_a_covered_treatment_question_in_other_wordings_is_carried(demo: Runtime, user: str, question: str) -> None:
+    shown, _, carried = _ask(demo, user, question)
+    assert is_pointer(shown) and carried == question, shown
+
+
+def _states_not_recorded(shown: str, stem: str) -> bool:
+    """A sentence says "not recorded" and names the term (``stem``: a regular expression, "ild|interstitial")."""
+    return any("not recorded" in s.lower() and re.search(stem, s.lower()) for s in re.split(r"(?<=[.!?])\s+", shown))
+
+
+@pytest.mark.parametrize(("user", "question", "stem"), ABSENT_WORDINGS)
+def test_an_absent_term_in_other_wordings_is_stated_as_not_recorded(demo: Runtime, user: str, question: str, stem: str) -> None:
+    shown, _, _ = _ask(demo, user, question)
+    assert not is_pointer(shown) and _states_not_recorded(shown, stem), shown
+
+# A treatment or absent-term part beside parts the evidence answers: in a list, after a pasted report, in a
+# formal request. (patient, question, what the answer must hold: "pointer", "carried" or a stem that must be
+# stated as not recorded). Every question also asks something the evidence answers, so the answer cites cases.
+COMPOUND = [
+    ("rahul.mehta", "how many were admitted, and would you step up his inhalers?", ("pointer",)),
+    ("james.oconnor", "outcomes of the matches + is a microdiscectomy indicated for him", ("pointer",)),
+    ("george.miller", "age range of similar pts; TACE or resection for him?", ("pointer",)),
+    ("maria.gonzalez", "1) how many died 2) DOAC now or in 2 weeks?", ("pointer",)),
+    ("samuel.okafor", "Hx: 64M, PSA 9, MRI PI-RADS 4. -> how did similar men do, and what's the plan for him?",
+     ("pointer",)),
+    ("li.wei", "Clinical details: T2DM, blurred vision. Q: severity of similar cases and should we refer him to retina",
+     ("pointer",)),
+    ("ananya.iyer", "Dear colleague, could you summarise the outcomes of comparable cases and advise whether she "
+     "would benefit from neoadjuvant treatment", ("pointer",)),
+    ("olivia.brown", "worst severity? also does she need a sentinel node biopsy", ("pointer",)),
+    ("priya.nair", "how many similar pts were admitted and which antibiotic would you use", ("carried",)),
+    ("priya.nair", "CXR: RLL consolidation. outcomes of similar? oral or IV abx for her?", ("carried",)),
+    ("rahul.mehta", "how many had exacerbations, and any pulmonary hypertension recorded?", ("pulmonary hypertension",)),
+    ("hannah.schmidt", "age and sex of the similar pts, plus any neurosarcoid", ("sarcoid",)),
+    ("maria.gonzalez", "CT: hypodensity R parietal. -> outcomes in similar cases, and was moyamoya seen in any?",
+     ("moyamoya",)),
+    ("fatima.zahra", "how many perforated, any Meckels diverticulum", ("meckel",)),
+    ("george.miller", "ddx of the look-alikes; were any of them hepatoblastomas", ("hepatoblastoma",)),
+    ("imran.khan", "Could you tell me how the similar patients fared and whether any had Ehlers-Danlos",
+     ("ehlers",)),
+    ("li.wei", "sevrity of simlar cases, any neovascular glaucoma?", ("glaucoma",)),
+    ("samuel.okafor", "how many had biochemical recurrence and any with neuroendocrine differentiation",
+     ("neuroendocrine",)),
+]
+
+
+@pytest.mark.parametrize(("user", "question", "expect"), COMPOUND)
+def test_a_handled_part_beside_answered_parts(demo: Runtime, user: str, question: str, expect: tuple[str, ...]) -> None:
+    shown, cited, carried = _ask(demo, user, question)
+    assert cited, shown  # the parts the evidence answers are answered
+    if expect[0] == "pointer":
+        assert is_pointer_in(shown) and NOT_COVERED in shown and carried is None, shown
+    elif expect[0] == "carried":
+        assert is_pointer_in(shown) and carried == question, shown
+    else:
+        assert _states_not_recorded(shown, expect[0]), shown
+
+# Not done: a lone term is looked up by design (``reader._bare_term``): the intent classifier cannot tell a lone drug
+# from a lone finding, and a term-kind model over e5 word embeddings tried for this (team word lists, 5-fold
+# accuracy 0.855) read "DVT" and "syrinx" as treatments, so it was not kept. Strict: a fix shows up here.
+LONE_TERM = pytest.mark.xfail(strict=True, reason="a lone drug or procedure term is looked up in the evidence, not pointed")
+NO_CLUE = pytest.mark.xfail(strict=True, reason="one everyday word with no clinical word: the off-topic floor takes it")
+# Terse: a treatment, drug or procedure typed alone or nearly alone (a truncated or brand drug name, a
+# procedure's shorthand, a modality), and short requests for advice. Guideline QA does not cover these scans.
+TERSE_TREATMENT = [
+    pytest.param("rahul.mehta", "cipro?", marks=LONE_TERM),
+    pytest.param("james.oconnor", "pred?", marks=LONE_TERM),
+    pytest.param("fatima.zahra", "lap appy?", marks=LONE_TERM),
+    pytest.param("li.wei", "intravitreal?", marks=LONE_TERM),
+    pytest.param("george.miller", "transplant workup?", marks=LONE_TERM),
+    pytest.param("ananya.iyer", "neoadjuvant?", marks=LONE_TERM),
+    pytest.param("hannah.schmidt", "ocrevus", marks=LONE_TERM),
+    pytest.param("imran.khan", "pleurodese?", marks=LONE_TERM),
+    pytest.param("samuel.okafor", "ADT duration", marks=LONE_TERM),
+    pytest.param("hannah.schmidt", "plasma exchange?", marks=LONE_TERM),
+    pytest.param("olivia.brown", "adjuvant immunotherapy?", marks=LONE_TERM),
+    ("fatima.zahra", "conservative mx?"),
+    ("li.wei", "what do you advise"),
+    pytest.param("ananya.iyer", "options?", marks=NO_CLUE),
+    ("rahul.mehta", "anything else we can offer him"),
+    ("olivia.brown", "any benefit from a PET-CT for staging"),
+    ("james.oconnor", "is surgery an option"),
+    ("olivia.brown", "any role for radiotherapy"),
+    ("maria.gonzalez", "tPA?"),
+    ("george.miller", "TACE?"),
+    ("samuel.okafor", "RT or surgery"),
+    ("imran.khan", "needle or drain"),
+    ("james.oconnor", "physio first?"),
+    ("maria.gonzalez", "thrombolyse?"),
+    ("george.miller", "sorafenib"),
+    ("li.wei", "vitrectomy needed?"),
+    ("fatima.zahra", "antibiotics first then surgery?"),
+]
+
+
+@pytest.mark.parametrize(("user", "question"), TERSE_TREATMENT)
+def test_a_terse_treatment_gets_the_pointer(demo: Runtime, user: str, question: str) -> None:
+    shown, cited, carried = _ask(demo, user, question)
+    assert is_pointer(shown) and NOT_COVERED in shown and carried is None and not cited, shown
+
+# Terse: a finding typed alone (the same shape as a lone drug name): looked up, never sent to the pointer.
+TERSE_ABSENT = [
+    ("rahul.mehta", "bronchiolitis obliterans?", "bronchiolitis"),
+    ("james.oconnor", "osteophytes?", "osteophyt"),
+    ("james.oconnor", "syrinx", "syrinx"),
+    ("li.wei", "drusen?", "drusen"),
+    ("ananya.iyer", "microcalcifications", "microcalcif"),
+    ("george.miller", "varices?", "varic"),
+    ("hannah.schmidt", "black holes?", "black hole"),
+    ("maria.gonzalez", "microbleeds", "microbleed"),
+    ("imran.khan", "blebs?", "bleb"),
+    ("olivia.brown", "satellitosis", "satellit"),
+    ("samuel.okafor", "ECE?", "ece"),
+    ("fatima.zahra", "appendicolith?", "appendicolith"),
+    ("priya.nair", "parapneumonic effusion?", "effusion"),
+    ("rahul.mehta", "cor pulmonale", "cor pulmonale"),
+]
+
+
+@pytest.mark.parametrize(("user", "question", "stem"), TERSE_ABSENT)
+def test_a_terse_finding_is_looked_up(demo: Runtime, user: str, question: str, stem: str) -> None:
+    shown, _, _ = _ask(demo, user, question)
+    assert not is_pointer(shown) and _states_not_recorded(shown, stem), shown
+
+# Worry about a condition the evidence lacks is not a request for what to do ("should we" alone is no request):
+# looked up, and stated as not recorded.
+WORRY_ABSENT = [
+    ("maria.gonzalez", "should we be worried about a bleed", "haemorrhage|bleed"),
+    ("hannah.schmidt", "Should we be worried about lymphoma?", "lymphoma"),
+    ("rahul.mehta", "should we be concerned about a mesothelioma", "mesothel"),
+    ("ananya.iyer", "do we need to be worried about sarcoma", "sarcoma"),
+    ("li.wei", "should I be worried about glaucoma", "glaucom"),
+    ("james.oconnor", "should we be worried re osteomyelitis", "osteomyel"),
+    ("george.miller", "should the team be concerned about cholangiocarcinoma", "cholangio"),
+]
+
+
+@pytest.mark.parametrize(("user", "question", "stem"), WORRY_ABSENT)
+def test_worry_about_an_absent_condition_is_looked_up(demo: Runtime, user: str, question: str, stem: str) -> None:
+    shown, _, _ = _ask(demo, user, question)
+    assert not is_pointer(shown) and _states_not_recorded(shown, stem), shown
+
+
+def test_these_tables_are_held_out() -> None:
+    """No team training example is one of these questions (they measure classes, they never teach them)."""
+    from core.askeval.train import TEAM_EXAMPLES
+    from tests.test_ask_classes import _key
+
+    team = {_key(t) for texts in json.loads(TEAM_EXAMPLES.read_text())["examples"].values() for t in texts}
+    rows = [getattr(r, "values", r) for r in [*TREATMENT_WORDINGS, *TREATMENT_WORDINGS_IN_SCOPE, *TERSE_TREATMENT,
+                                               *ABSENT_WORDINGS, *COMPOUND, *TERSE_ABSENT, *WORRY_ABSENT]]  # fmt: skip
+    held_out = {_key(str(row[1])) for row in rows}
+    assert len(held_out) == len(rows)  # no question twice
+    assert not team & held_out, sorted(team & held_out)
