@@ -6,11 +6,17 @@ open saved draft, else ``unread``. Priority: a critical AI reading (a finding na
 oldest study first (it has waited longest). Filters by status, anatomy and critical only,
 and a search over patient name, anatomy and AI reading. Doctors only: a patient's list
 is :func:`core.auth.visible_scans`.
+
+Paging (:func:`paginate`, ``ui.page_size`` rows a page) cuts the filtered, ordered list: filters
+and search apply to every study before a page is cut, so page 2 continues page 1's order.
+Next / previous study walks the whole filtered order (:func:`neighbours`), across pages;
+:func:`page_of` finds the page holding a study.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -18,11 +24,21 @@ from typing import Literal
 from sqlalchemy import select
 
 from core.auth import CurrentUser, visible_scans
-from core.errors import AccessDeniedError
+from core.errors import AccessDeniedError, InvalidInputError
 from core.store.db import Database
 from core.store.models import Report, ReportDraft
 
-__all__ = ["STATUSES", "WorkItem", "is_critical", "neighbours", "reading_findings", "worklist"]
+__all__ = [
+    "STATUSES",
+    "WorkItem",
+    "WorkPage",
+    "is_critical",
+    "neighbours",
+    "page_of",
+    "paginate",
+    "reading_findings",
+    "worklist",
+]
 
 Status = Literal["unread", "draft", "signed"]
 STATUSES: tuple[Status, ...] = ("unread", "draft", "signed")
@@ -106,3 +122,50 @@ def neighbours(ids: Sequence[str], scan_id: str) -> tuple[str | None, str | None
         return None, (ids[0] if ids else None)
     k = ids.index(scan_id)
     return (ids[k - 1] if k > 0 else None), (ids[k + 1] if k + 1 < len(ids) else None)
+
+
+@dataclass(frozen=True)
+class WorkPage:
+    """One page of the worklist: its ``items``, page ``number`` (1-based) of ``pages``, and ``total`` studies."""
+
+    items: list[WorkItem]
+    number: int
+    pages: int
+    total: int
+    first: int  # 1-based position of the page's first study in the whole list (0 when the list is empty)
+
+    @property
+    def last(self) -> int:
+        """1-based position of the page's last study (0 when the list is empty)."""
+        return self.first + len(self.items) - 1 if self.items else 0
+
+    @property
+    def has_previous(self) -> bool:
+        """A page comes before this one."""
+        return self.number > 1
+
+    @property
+    def has_next(self) -> bool:
+        """A page comes after this one."""
+        return self.number < self.pages
+
+
+def _size(page_size: int) -> int:
+    if page_size < 1:
+        raise InvalidInputError(f"A worklist page holds at least one study, not {page_size}", hint="Set ui.page_size.")
+    return page_size
+
+
+def paginate(items: Sequence[WorkItem], number: int, page_size: int) -> WorkPage:
+    """Page ``number`` of ``items`` in their order, ``page_size`` a page; a number out of range is clamped."""
+    size = _size(page_size)
+    pages = max(1, math.ceil(len(items) / size))
+    number = min(max(1, number), pages)
+    start = (number - 1) * size
+    return WorkPage(list(items[start : start + size]), number, pages, len(items), start + 1 if items else 0)
+
+
+def page_of(ids: Sequence[str], scan_id: str, page_size: int) -> int:
+    """The page (1-based) that holds ``scan_id`` in worklist order ``ids``; 1 when it is not there."""
+    size = _size(page_size)
+    return ids.index(scan_id) // size + 1 if scan_id in ids else 1

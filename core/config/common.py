@@ -240,7 +240,9 @@ class UISettings(Group):
     """The Streamlit workbench."""
 
     max_upload_mb: int = Field(20, ge=1, description="Largest file a user may upload, in MB.")
-    page_size: int = Field(50, ge=5, description="Rows shown per page in lists.")
+    page_size: int = Field(
+        50, ge=5, description="Rows shown per page in lists: the worklist shows this many studies a page (Previous / Next page)."
+    )
     max_failed_logins: int = Field(
         5, ge=0, description="Failed log-ins after which an account is locked for `login_lockout_s`; 0 turns it off."
     )
