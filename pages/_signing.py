@@ -62,7 +62,7 @@ def communication_record(
     from core.reports.signing import METHODS, CriticalCommunication
 
     with st.container(border=True, key=box):
-        st.markdown(f"🚨 **Critical result**{inert(why)}: record the communication {when_needed}.")
+        st.markdown(f"🚨 **Critical result**{inert(why)}: record the communication {inert(when_needed)}.")
         c1, c2 = st.columns(2)
         recipient = c1.text_input("Told to (name and role)", key=f"{key}:to")
         method = c2.selectbox("How", METHODS, key=f"{key}:how")
