@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -210,7 +210,7 @@ class QuestionReader:
         known = frozenset(_vocabulary(self.lexicon))
         parts = []
         for part, text, (intent, p), (_, _, runner_up) in zip(raw, texts, chosen, choices, strict=True):
-            intent = _treatment_only_for_this_patient(text, intent)
+            intent = _treatment_only_for_this_patient(text, intent, self.lexicon.surfaces)
             u = understand(part, self.lexicon, intent=intent, confidence=p)
             terms = tuple(t for t in clinical_terms(text, known) if not _covered(t, u))
             terms += tuple(a for a in _abbreviations(part, known) if a not in terms and not _covered(a, u))
@@ -223,7 +223,7 @@ class QuestionReader:
             ):  # "not about a scan" for a part about this patient, unsure for one naming a clinical term, or read
                 # next as a request for what to do ("where do we go from here", "would you add a macrolide"): on a
                 # scan's page that asks about this patient, and the pointer cites nothing either: the next reading
-                u = understand(part, self.lexicon, intent=_treatment_only_for_this_patient(text, runner_up), confidence=p)
+                u = understand(part, self.lexicon, intent=_treatment_only_for_this_patient(text, runner_up, self.lexicon.surfaces), confidence=p)
             if u.intent not in {"off_topic", "injection", "treatment"} and p < self.fallback_below and _off_topic(
                 text, terms, u, self._domain()
             ):
@@ -245,14 +245,14 @@ def _inherit(texts: list[str], chosen: list[tuple[Intent, float]], below: float)
     return out
 
 
-def _treatment_only_for_this_patient(text: str, intent: Intent) -> Intent:
+def _treatment_only_for_this_patient(text: str, intent: Intent, conditions: Container[str] = ()) -> Intent:
     """Outcome questions about surgery or admission are outcomes; treatment needs a request about this patient.
 
     A dose, a drug or "should we ..." about this patient is treatment whatever else the part says;
     "will he need surgery" (no request for what to do) is a question about his future.
     """
     action = bool(_ACTION.search(text) or _DRUG.search(text))
-    if intent == "treatment" and _bare_term(text, action):
+    if intent == "treatment" and _bare_term(text, action, conditions):
         return "count"  # a lone term ("DVT?", "pneumoperitoneum?") asks whether the evidence records it
     if intent == "treatment" and not action:
         if _PAST_CASES.search(text):
@@ -286,16 +286,19 @@ def _common_runs(text: str, known: frozenset[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(runs))
 
 
-def _bare_term(text: str, action: bool) -> bool:
+def _bare_term(text: str, action: bool, conditions: Container[str] = ()) -> bool:
     """A part that is only a term or two: no request, no option ("X or Y"), no treatment cue, no "for him", no "now".
 
     Doctors type a lone finding to ask whether the similar cases record it ("SBO?", "empyema any"); a lone
     drug name is as short, and the classifier cannot tell the two apart reliably, so a lone term is looked
-    up in the evidence ("X is not recorded in the evidence of these N cases"), which never advises.
+    up in the evidence ("X is not recorded in the evidence of these N cases"), which never advises. A term is
+    a word English rarely uses or a condition the lexicon knows ("stroke"); "the plan?", "intervention
+    needed?" are everyday words: a request, left to the classifier.
     """
     words = [w for w in re.findall(r"[a-z0-9][a-z0-9'-]*", text) if w not in {"any", "anyone", "the", "a", "an"}]
     return (
         len(words) <= 2
+        and (any(zipf_frequency(w, "en") < _TERM_ZIPF or w in conditions for w in words) or " ".join(words) in conditions)
         and not action
         and cue_intent(text) == "summary"
         and not re.search(r"\b(?:or|versus|vs|and|now|first|should|when|which|what|how)\b", text)
@@ -303,6 +306,9 @@ def _bare_term(text: str, action: bool) -> bool:
         and not _ABOUT_PATIENT.search(text)
         and not _REQUEST.search(text)
     )
+
+
+_TERM_ZIPF = 4.0  # a lone word rarer than this in English may name a finding ("dvt"); "plan" (5.1) does not
 
 
 _NOT_TERMS = frozenset({"ai", "ct", "mri", "cxr", "pet", "oct", "us", "uss", "xr", "pt", "pts", "dx", "ddx", "hx", "rx",

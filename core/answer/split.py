@@ -32,7 +32,8 @@ _JOINS = re.compile(
     r"\?\s*|;\s*|\s+(?:and|&|also|plus|\+)\s+(?=(?:also\s+)?(?:what|which|how|why|who|when|where|whether|is|are|was|were|did|do|does|"
     r"any|were there|can|could|should|would|will|tell|list|give|show|advise|suggest|recommend|comment|let me know|the (?:outcomes?|severity|prognosis|ddx|differential)|"
     r"outcomes?|severity|sev|prognosis|ddx|dx|differential|similarity|prior|ages?|sex|gender|demographics|deaths?|"
-    r"mortality|the (?:most|worst|youngest|oldest|range|ages?|sex)|their (?:ages?|sex|outcomes?|severity))\b)|,\s*(?:and\s+|&\s*)?|\s+\+\s+|\s&\s",
+    r"mortality|the (?:most|worst|youngest|oldest|range|ages?|sex)|their (?:ages?|sex|outcomes?|severity)|"
+    r"(?:the |her |his |a )?(?:plan|management|mx|next steps?))\b)|,\s*(?:and\s+|&\s*)?|\s+\+\s+|\s&\s",
     re.I,
 )
 
