@@ -71,7 +71,7 @@ def _critical_inputs(rt: Runtime, k: str, report_id: int) -> tuple[dict[str, Any
     )  # fmt: skip
     record = None
     if needed:
-        why = f" newly named: {', '.join(named)}" if named else ""
+        why = f" (newly named: {', '.join(named)})" if named else ""
         record = communication_record(k, "before signing the amendment", why=why, box="amend-critical-record")
     inputs = {"communication": record, "critical_findings": findings, "flagged_critical": flagged}
     return inputs, not needed or (record is not None and read_back_ok(record))
