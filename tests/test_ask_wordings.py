@@ -276,8 +276,9 @@ def test_these_tables_are_held_out() -> None:
     from tests.test_ask_classes import _key
 
     team = {_key(t) for texts in json.loads(TEAM_EXAMPLES.read_text())["examples"].values() for t in texts}
-    rows = [getattr(r, "values", r) for r in [*TREATMENT_WORDINGS, *TREATMENT_WORDINGS_IN_SCOPE, *TERSE_TREATMENT,
-                                               *ABSENT_WORDINGS, *COMPOUND, *TERSE_ABSENT, *WORRY_ABSENT]]  # fmt: skip
+    tables = [*TREATMENT_WORDINGS, *TREATMENT_WORDINGS_IN_SCOPE, *TERSE_TREATMENT, *ABSENT_WORDINGS, *COMPOUND, *TERSE_ABSENT,
+              *WORRY_ABSENT, *FRESH_TREATMENT, *FRESH_TREATMENT_IN_SCOPE, *FRESH_ABSENT, *FRESH_COMPOUND]  # fmt: skip
+    rows = [getattr(r, "values", r) for r in tables]
     held_out = {_key(str(row[1])) for row in rows}
     assert len(held_out) == len(rows)  # no question twice
     assert not team & held_out, sorted(team & held_out)
@@ -304,3 +305,83 @@ def test_two_english_words_run_together_are_not_a_typo() -> None:
 
     assert correct_english("microbleeds") == "microbleeds" and correct_english("amyliod") == "amyloid"
     assert correct_english("perforaton") == "perforation"
+
+
+# Written after the fixes above and never tuned on: do the classes generalise? Measured once on main before
+# this work (d2e673b: 39 of 47) and after it (43 of 47); the misses are strict xfails, left as found.
+FRESH_MISS = pytest.mark.xfail(strict=True, reason="missed when first measured: 'X candidate', 'any role for X', 'X or wait'")
+FRESH_TREATMENT = [
+    pytest.param("rahul.mehta", "is there any role for a bullectomy in his case", marks=FRESH_MISS),
+    ("rahul.mehta", "we are thinking of roflumilast, reasonable?"),
+    ("maria.gonzalez", "kindly advise on secondary prevention for her"),
+    ("maria.gonzalez", "clopi monotherapy vs DAPT?"),
+    ("hannah.schmidt", "high efficacy DMT upfront or escalate?"),
+    ("hannah.schmidt", "does she qualify for natalizumab"),
+    ("james.oconnor", "how would you manage his sciatica"),
+    ("james.oconnor", "surgical decompression - yes/no?"),
+    ("li.wei", "focal laser vs injections, your view"),
+    ("li.wei", "he asks if he needs an operation on his eye"),
+    ("ananya.iyer", "breast conserving surgery feasible?"),
+    ("ananya.iyer", "would endocrine therapy be right for her"),
+    pytest.param("george.miller", "is he a transplant candidate", marks=FRESH_MISS),
+    ("george.miller", "can we offer him immunotherapy"),
+    ("olivia.brown", "what margin should the re-excision have"),
+    ("olivia.brown", "does she need adjuvant treatment after excision"),
+    ("samuel.okafor", "active surveillance appropriate for this man?"),
+    ("samuel.okafor", "we need a treatment recommendation"),
+    pytest.param("imran.khan", "needs urgent decompression or can we wait", marks=FRESH_MISS),
+    ("imran.khan", "what should the ED team do now"),
+    ("fatima.zahra", "should she go to theatre tonight"),
+    ("fatima.zahra", "IV antibiotics and observe, or operate?"),
+    ("rahul.mehta", "pls suggest inhaler regime"),
+    ("george.miller", "whats the best approach for this lesion"),
+    ("james.oconnor", "physiotherapy or injection first for him?"),
+]
+FRESH_TREATMENT_IN_SCOPE = [
+    ("priya.nair", "kindly advise on antibiotic choice for her"),
+    ("priya.nair", "is oral therapy enough or does she need IV"),
+    ("priya.nair", "what's the plan for her pneumonia"),
+]
+FRESH_ABSENT = [
+    ("rahul.mehta", "was pulmonary fibrosis seen in the similar patients", "fibrosis"),
+    ("rahul.mehta", "any of the comparable cases with a lung nodule", "nodule"),
+    ("maria.gonzalez", "subdural collections in the look alikes?", "subdural"),
+    ("hannah.schmidt", "did the similar pts have spinal involvement recorded", "spinal"),
+    ("james.oconnor", "infection in any of those backs?", "infect"),
+    ("li.wei", "retinal vein occlusions recorded?", "occlusion"),
+    ("ananya.iyer", "lobular ca among the matches", "lobular"),
+    ("george.miller", "hepatic encephalopathy in any of his look-alikes", "encephalopathy"),
+    ("olivia.brown", "in-transit disease any?", "in-transit|transit"),
+    ("samuel.okafor", "nodal disease in any of them?", "nodal"),
+    ("imran.khan", "haemopneumothorax in any of the cases", "haemopneumothorax"),
+    ("fatima.zahra", "did any similar cases mention pregnancy", "pregnan"),
+    ("fatima.zahra", "ovarian torsion among the similar?", "torsion"),
+    ("rahul.mehta", "I'd like to know if alpha-1 antitrypsin deficiency was recorded", "antitrypsin|alpha"),
+    ("maria.gonzalez", "cerebral venous thrombosis in any?", "venous thrombosis"),
+]
+FRESH_COMPOUND = [
+    ("li.wei", "how many lost vision, and would you laser him", "pointer"),
+    pytest.param("george.miller", "Clinical: cirrhotic, AFP 400. -> outcomes of similar, and is he a resection candidate", "pointer", marks=FRESH_MISS),
+    ("hannah.schmidt", "relapses in the matches? plus kindly advise on DMT choice", "pointer"),
+    ("olivia.brown", "ages of the similar patients, and any in-transit mets recorded", "in-transit|transit"),
+]
+
+
+@pytest.mark.parametrize(("user", "question"), FRESH_TREATMENT)
+def test_fresh_treatment_wordings(demo: Runtime, user: str, question: str) -> None:
+    test_treatment_in_other_wordings_gets_the_pointer(demo, user, question)
+
+
+@pytest.mark.parametrize(("user", "question"), FRESH_TREATMENT_IN_SCOPE)
+def test_fresh_covered_treatment_wordings(demo: Runtime, user: str, question: str) -> None:
+    test_a_covered_treatment_question_in_other_wordings_is_carried(demo, user, question)
+
+
+@pytest.mark.parametrize(("user", "question", "stem"), FRESH_ABSENT)
+def test_fresh_absent_wordings(demo: Runtime, user: str, question: str, stem: str) -> None:
+    test_an_absent_term_in_other_wordings_is_stated_as_not_recorded(demo, user, question, stem)
+
+
+@pytest.mark.parametrize(("user", "question", "expect"), FRESH_COMPOUND)
+def test_fresh_compound_wordings(demo: Runtime, user: str, question: str, expect: str) -> None:
+    test_a_handled_part_beside_answered_parts(demo, user, question, (expect,))
