@@ -10,6 +10,8 @@ answers the questions file's items (written by someone who never read the code) 
 document: answered, correct content (every expected key phrase in the answer's bullets), right
 document and section, must-refuse handled, unattributed bullets, disagreements shown, and the
 calibration (shown confidence against correctness by decile). ``--ask`` answers one question.
+``--failures`` lists every failed item with its answer, for tuning: only on the train split (the frozen
+test split is read in aggregate only, and the option refuses it).
 """
 
 from __future__ import annotations
@@ -93,8 +95,13 @@ def _section_ok(want: str, got: str) -> bool:
     return w == g or (num is not None and g.startswith(num.group(0) + " ")) or (len(w) > 8 and (w in g or g in w))
 
 
-def score(item: dict[str, Any], result: Any) -> dict[str, Any]:
-    """One item's outcome (see the module docstring)."""
+def score(item: dict[str, Any], result: Any, files: dict[str, str] | None = None) -> dict[str, Any]:
+    """One item's outcome (see the module docstring).
+
+    ``files`` maps a document id to the file it was ingested from: a label's id is ``spl:<set id>``, so
+    its document is known by its file (``humira.xml``), not by its id.
+    """
+    files = files or {}
     expect = str(item.get("expect") or "answer")
     out: dict[str, Any] = {"id": item["id"], "expect": expect, "answered": result.kind == "answer",
                            "confidence": getattr(result, "confidence", None)}  # fmt: skip
@@ -106,7 +113,8 @@ def score(item: dict[str, Any], result: Any) -> dict[str, Any]:
     per_doc = []
     for want in item["expected"]:
         stem = _STEMS[want["document"]]
-        mine = [b for b in bullets if b.evidence.ref is not None and b.evidence.ref.doc_id.startswith(stem)]
+        mine = [b for b in bullets if b.evidence.ref is not None
+                and (b.evidence.ref.doc_id.startswith(stem) or files.get(b.evidence.ref.doc_id, "").startswith(stem))]
         text = " ".join(b.text for b in mine).lower()
         correct = all(_has(f, text) for f in want["facts"])
         sec = any(_section_ok(want["section"], b.evidence.ref.section) for b in mine if b.evidence.ref)
@@ -153,7 +161,10 @@ def main() -> None:
     ap.add_argument("--ask", action="append", default=[])
     ap.add_argument("--reingest", action="store_true")
     ap.add_argument("--json", default="")
+    ap.add_argument("--failures", action="store_true", help="list each failed item (train split only)")
     args = ap.parse_args()
+    if args.failures and args.split != "train":
+        ap.error("--failures reads items one by one: train split only (the test split is read in aggregate)")
     from core.runtime import Runtime
     from core.settings import load_settings
 
@@ -161,6 +172,7 @@ def main() -> None:
     rt = Runtime(load_settings())
     ingest(rt, Path(args.realdocs), args.reingest)
     qa = rt.guideline_qa
+    files = {row[0]: row[1] for row in rt.kb.index(SPACE).store.docs()}  # doc id -> ingested file name
     for q in args.ask:
         print(f"Q: {q}\n{render(qa.answer(q, spaces=(SPACE,)))}\n")
     path = Path(args.questions)
@@ -169,8 +181,13 @@ def main() -> None:
     items = [i for i in json.loads(path.read_text())["items"] if args.split in ("all", i.get("split"))]
     rows, per_doc = [], defaultdict(list)
     for item in items:
-        row = score(item, qa.answer(item["question"], spaces=(SPACE,)))
+        result = qa.answer(item["question"], spaces=(SPACE,))
+        row = score(item, result, files)
         rows.append(row)
+        if args.failures and not (row.get("correct") and row.get("doc_section")) and not row.get("refuse_ok"):
+            want = "; ".join(f"{e['document']} {e['section']!r} {e['facts']}" for e in item["expected"])
+            print(f"## {item['id']} [{item.get('category')}/{item.get('population')}] {item['question']}\n"
+                  f"want: {row['expect']} {want}\n{render(result)}\n", file=sys.stderr)  # fmt: skip
         docs = "+".join(sorted({e["document"] for e in item["expected"]})) or f"(none: {row['expect']})"
         per_doc[docs].append(row)
     report = {"split": args.split, "load": os.getloadavg(), "all": summary(rows),

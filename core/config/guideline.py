@@ -160,8 +160,23 @@ class GuidelineQASettings(Group):
         "other document whose confidence passes its KB's threshold is kept, up to this many documents.",
     )
     coverage_floor: float = Field(
-        0.9, ge=0, le=1, description="Scope by coverage: a question the router calls out of domain is still answered "
-        "when a loaded document's calibrated retrieval confidence reaches this floor (and every gate passes).",
+        0.65, ge=0, le=1, description="Scope by coverage: a question the router calls out of domain is still answered "
+        "when every topic word is a word of the loaded documents (as written, as an abbreviation they define, "
+        "misspelt or contracted), a loaded document's calibrated retrieval confidence reaches this floor, and the "
+        "evidence mentions enough of the focus (coverage_focus_share); every gate still applies.",
+    )
+    coverage_everyday_words: int = Field(
+        1, ge=0, description="Scope by coverage: most everyday English words (whole words of the general WordPiece "
+        "vocabulary shipped with all-MiniLM-L6-v2) a question may use that no loaded document contains; a "
+        "specialist word no document contains always leaves the question out of domain.",
+    )
+    coverage_min_known_words: int = Field(
+        3, ge=0, description="Scope by coverage: a question using an everyday word no loaded document contains needs "
+        "at least this many words the documents know (\"malaria treatment\" is not covered by a TB guideline).",
+    )
+    coverage_focus_share: float = Field(
+        0.5, ge=0, le=1, description="Scope by coverage: share of the question's focus words the covering evidence must "
+        "mention once the loaded documents know every topic word (all of them when no vocabulary can be read).",
     )
     min_sentence_tokens: int = Field(4, ge=1, description="Evidence sentences with fewer key tokens are not used.")
     max_sentence_chars: int = Field(600, ge=40, description="Longer evidence sentences are not used as bullets.")

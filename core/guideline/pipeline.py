@@ -15,7 +15,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from core.errors import BackendError, IndexStateError, InvalidInputError
+from core.embed.sbert import default_minilm_path
+from core.errors import BackendError, ConfigError, IndexStateError, InvalidInputError
 from core.guideline.catalog import Catalog, build_catalog
 from core.guideline.compose import (
     Draft,
@@ -35,6 +36,7 @@ from core.guideline.router import drug_synonyms, route_question
 from core.guideline.slots import LABEL_SLOT_SECTIONS, Slot, focus_coverage, question_slot
 from core.guideline.sources import disagreements, passage_population, per_source, question_population, source_ref
 from core.guideline.statements import Statement, structural_statement, yes_no_statement
+from core.guideline.terms import TermReport, Vocabulary, everyday_words, resolve_question
 from core.guideline.types import (
     Bullet,
     EvidenceChunk,
@@ -87,6 +89,7 @@ class GuidelineQA:
         self._catalog = catalog
         self._catalog_key: tuple[int, ...] = ()
         self._space_catalogs: dict[tuple[object, ...], Catalog] = {}
+        self._vocabularies: dict[tuple[str, int], Vocabulary] = {}
 
     @property
     def catalog(self) -> Catalog:
@@ -138,26 +141,35 @@ class GuidelineQA:
             return QAAbstention(question=question, route=decision.route, reason=decision.reason, stage="policy",
                               trace=trace)  # fmt: skip
         mine = only_spaces and bool(spaces)
+        vocab = self.vocabulary_for(spaces, curated=not mine)
+        terms = None
+        if vocab is not None:
+            terms = resolve_question(question, vocab, self.cfg.stopwords, self.cfg.question_filler, self._everyday(),
+                                     self.cfg.coverage_everyday_words, self.cfg.coverage_min_known_words)  # fmt: skip
+            trace.add("terms", unknown=terms.unknown, everyday=terms.everyday, expansions=terms.expansions,
+                      query_terms=terms.query_terms)  # fmt: skip
         if decision.route == "out_of_domain" and mine:  # the doctor chose their own documents: no TB/CAP scope
             decision = decision.model_copy(update={"route": "guideline", "reason": "search my documents only"})
             trace.add("route", decision=decision.model_dump(), note="scope: my documents")
         covered = None
         if decision.route == "out_of_domain":  # scope by coverage: a loaded document may cover it, whatever its words
-            covered = self._coverage(question, decision, trace, spaces, mine, question_slot(question, self.cfg, set()))
+            covered = self._coverage(question, decision, trace, spaces, mine, question_slot(question, self.cfg, set()),
+                                     terms)  # fmt: skip
             outside = QAAbstention(question=question, route=decision.route, reason=decision.reason, stage="router",
                                    trace=trace)  # fmt: skip
             if covered is None:
                 return outside
             decision = decision.model_copy(update={"route": "guideline", "reason": "covered by a loaded document"})
-            found = self._answer_found(question, decision, trace, lexicon, covered, spaces, mine, choice)
+            found = self._answer_found(question, decision, trace, lexicon, covered, spaces, mine, choice, terms)
             if isinstance(found, QAAbstention):  # close to a document, but nothing in it answers: still out of domain
                 return outside.model_copy(update={"reason": f"{outside.reason}; no loaded document answers it"})
             return found
-        return self._answer_found(question, decision, trace, lexicon, None, spaces, mine, choice)
+        return self._answer_found(question, decision, trace, lexicon, None, spaces, mine, choice, terms)
 
     def _answer_found(
         self, question: str, decision: RouteDecision, trace: Trace, lexicon: DrugLexicon,
         covered: RetrievalOutcome | None, spaces: tuple[str, ...], mine: bool, choice: SourceChoice | None,
+        terms: TermReport | None = None,
     ) -> QAResult:  # fmt: skip
         """The answer on the routed (or covering) knowledge bases, or an abstention."""
         synonyms = drug_synonyms(lexicon, decision.drugs, self.cfg.drug_aliases)
@@ -168,7 +180,7 @@ class GuidelineQA:
             return self._statement_answer(question, decision, slot, structural, trace)
         found = covered or constrained_retrieval(
             question, decision, synonyms, self.retriever, self.cfg, self.settings.kb.rrf_k, trace, slot.focus,
-            spaces, mine, slot,
+            spaces, mine, slot, tuple(terms.query_terms) if terms else (),
         )  # fmt: skip
         if choice is not None and found.evidence:
             chosen = sorted((c for c in found.evidence if choice.allows(c.hit.doc_id)),
@@ -219,20 +231,68 @@ class GuidelineQA:
         )
 
     def _coverage(
-        self, question: str, decision: RouteDecision, trace: Trace, spaces: tuple[str, ...], mine: bool, slot: Slot
+        self, question: str, decision: RouteDecision, trace: Trace, spaces: tuple[str, ...], mine: bool, slot: Slot,
+        terms: TermReport | None,
     ) -> RetrievalOutcome | None:
-        """Evidence from the guidelines and ``spaces`` whose confidence reaches ``coverage_floor``, else ``None``."""
+        """Evidence from the guidelines and ``spaces`` when a loaded document covers the question, else ``None``.
+
+        Covered: every topic word of the question is a word of the loaded documents (as written, as an
+        abbreviation they define, misspelt or contracted: :mod:`core.guideline.terms`), the best evidence's
+        confidence reaches ``coverage_floor``, and the evidence mentions every focus word (or the documents'
+        spelling of it); a retriever without stores to read words from (``terms`` is ``None``) needs every focus
+        word mentioned, and with the words vouched for ``coverage_focus_share`` of them is enough.
+        """
+        if terms is not None and not terms.covered:
+            trace.add("coverage", after=[], unknown=terms.unknown, covered=False)
+            return None
         probe = decision.model_copy(update={"route": "guideline"})
+        extra = tuple(terms.query_terms) if terms else ()
         found = constrained_retrieval(question, probe, set(), self.retriever, self.cfg, self.settings.kb.rrf_k, trace,
-                                      slot.focus, spaces, mine, slot)  # fmt: skip
+                                      slot.focus, spaces, mine, slot, extra)  # fmt: skip
         best = max((c.confidence for c in found.evidence), default=0.0)
-        # covering means mentioning what is asked: every focus word somewhere in the evidence (or its headings)
+        # covering means mentioning what is asked: the focus words somewhere in the evidence (or its headings)
         text = "\n".join(f"{c.hit.title}\n{' '.join(c.hit.section_path)}\n{c.hit.text}" for c in found.evidence)
+        if terms is not None:  # a word the documents spell another way counts when they mention that spelling
+            text += "\n" + " ".join(w for w, full in terms.expansions.items() if focus_coverage(text, _prefixes(full), self.cfg))
         mentioned = focus_coverage(text, slot.focus, self.cfg) if slot.focus else 1.0
-        covered = bool(found.evidence) and best >= self.cfg.coverage_floor and mentioned >= 1.0
+        share = self.cfg.coverage_focus_share if terms is not None else 1.0
+        covered = bool(found.evidence) and best >= self.cfg.coverage_floor and mentioned >= share
         trace.add("coverage", after=[c.hit.chunk_id for c in found.evidence], best=round(best, 4),
-                  floor=self.cfg.coverage_floor, focus_mentioned=round(mentioned, 3), covered=covered)  # fmt: skip
+                  floor=self.cfg.coverage_floor, focus_mentioned=round(mentioned, 3), focus_share=share,
+                  covered=covered)  # fmt: skip
         return found if covered else None
+
+    @staticmethod
+    def _everyday() -> frozenset[str]:
+        """General-English whole words (the WordPiece vocabulary shipped with all-MiniLM-L6-v2), or none."""
+        try:
+            return everyday_words(default_minilm_path() / "vocab.txt")
+        except (ConfigError, OSError):  # without it every word the documents lack counts as unknown: stricter
+            return frozenset()
+
+    def vocabulary_for(self, spaces: tuple[str, ...], curated: bool = True) -> Vocabulary | None:
+        """The words of the curated KBs (unless not ``curated``) and of ``spaces``, read once per index version.
+
+        ``None`` when the retriever has no stores to read (an in-memory retriever) or none is built.
+        """
+        index_of = getattr(self.retriever, "index", None)
+        if index_of is None:
+            return None
+        parts = []
+        for kb in (*(("guidelines", "druglabels") if curated else ()), *spaces):
+            try:
+                index = index_of(kb)
+            except (IndexStateError, InvalidInputError):
+                continue  # a KB never built knows no word
+            key = (kb, id(index))
+            if key not in self._vocabularies:
+                if len(self._vocabularies) > 32:
+                    self._vocabularies.clear()
+                texts = (f"{c.title}\n{c.organisation or ''}\n{' '.join(c.section_path)}\n{c.text}"
+                         for _, c in index.store.iter_chunks())  # fmt: skip
+                self._vocabularies[key] = Vocabulary.from_texts(texts, self.cfg.focus_prefix)
+            parts.append(self._vocabularies[key])
+        return Vocabulary.merge(parts) if parts else None
 
     def lexicon_for(self, spaces: tuple[str, ...]) -> DrugLexicon:
         """The curated labels' drug names plus those of the labels in ``spaces`` (a doctor's uploaded labels)."""
@@ -357,7 +417,7 @@ class GuidelineQA:
             hit = next(c.hit for c in evidence if c.hit.chunk_id == best.chunk_id)
             snippet = Snippet(text=best.text, score=round(score, 4), source=best.source, kb=best.kb,
                               chunk_id=best.chunk_id, demo=hit.doc_id in self.catalog.demo_docs,
-                              ref=source_ref(hit))  # fmt: skip
+                              ref=source_ref(hit, best.text))  # fmt: skip
             pop = passage_population(hit, draft.text, self.cfg)
             kept.append(Bullet(text=draft.text, evidence=snippet, overlap=round(verdict.overlap, 4), population=pop,
                                other_population=pop is not None and pop != group))  # fmt: skip
@@ -392,6 +452,11 @@ class GuidelineQA:
         trace.add("entity_guard", before=[draft], after=kept, source=source,
                   dropped=[{"sentence": s, "new_entities": e} for s, e in dropped])  # fmt: skip
         return " ".join(kept) or None
+
+
+def _prefixes(text: str) -> frozenset[str]:
+    """The words of ``text`` as a focus (first letters), to ask whether evidence mentions a resolved spelling."""
+    return frozenset(w[:5] for w in text.lower().split() if len(w) > 2)
 
 
 def _chunk_ids(cands: list[Candidate]) -> list[str]:

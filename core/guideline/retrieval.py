@@ -50,10 +50,12 @@ def _ids(cands: list[Candidate]) -> list[str]:
 
 def _one_kb(
     question: str, kb: str, decision: RouteDecision, synonyms: set[str], retriever: Retriever,
-    cfg: GuidelineQASettings, rrf_k: int, trace: Trace,
+    cfg: GuidelineQASettings, rrf_k: int, trace: Trace, terms: tuple[str, ...] = (),
 ) -> tuple[list[Candidate], str]:  # fmt: skip
     """Surviving candidates of one KB, and the reason when none survive."""
     query = expand_query(question, cfg)
+    if terms:  # the documents' spellings of the question's abbreviations and misspellings (core.guideline.terms)
+        query = f"{query} ({'; '.join(terms)})"
     try:
         hits = retriever.search(query, kb=kb, top_k=cfg.candidates, mode=cfg.search_mode)
     except MissingIndexError:  # a KB never built (a space-only install, a test): it covers nothing; damage still raises
@@ -118,7 +120,7 @@ def _confidence(
 def constrained_retrieval(
     question: str, decision: RouteDecision, synonyms: set[str], retriever: Retriever,
     cfg: GuidelineQASettings, rrf_k: int, trace: Trace, focus: frozenset[str] = frozenset(),
-    spaces: tuple[str, ...] = (), only_spaces: bool = False, slot: Slot | None = None,
+    spaces: tuple[str, ...] = (), only_spaces: bool = False, slot: Slot | None = None, terms: tuple[str, ...] = (),
 ) -> RetrievalOutcome:  # fmt: skip
     """Run every constraint on every KB of the route and pick the evidence.
 
@@ -126,7 +128,8 @@ def constrained_retrieval(
     ``focus_weight`` times the share of the question's focus words (``focus``,
     see :mod:`core.guideline.slots`) the chunk mentions. For a ``slot`` whose answer is
     a rare kind of sentence (how a disease passes, what a result means) the chunks
-    holding one come first.
+    holding one come first. ``terms`` are added to every KB's search query (the documents' spellings of
+    the question's abbreviations and misspellings, :attr:`core.guideline.terms.TermReport.query_terms`).
     """
     merged: list[Candidate] = []
     reasons: list[str] = []
@@ -136,7 +139,7 @@ def constrained_retrieval(
     # The asking doctor's document spaces (core.kb.spaces.doctor_spaces) are fused like the curated KBs.
     kbs = spaces if only_spaces else (*kbs, *spaces)
     for kb in kbs:
-        cands, reason = _one_kb(question, kb, decision, synonyms, retriever, cfg, rrf_k, trace)
+        cands, reason = _one_kb(question, kb, decision, synonyms, retriever, cfg, rrf_k, trace, terms)
         merged += cands
         if reason:
             reasons.append(reason)

@@ -29,6 +29,7 @@ __all__ = [
     "per_source",
     "question_population",
     "source_ref",
+    "subsection_of",
     "values_of",
 ]
 
@@ -49,9 +50,29 @@ def owner_of(kb: str) -> str:
     return "curated"
 
 
-def source_ref(hit: Hit) -> SourceRef:
-    """The document, section and page of one hit."""
+# A numbered subsection heading on its own line inside a chunk ("2.1 Rheumatoid Arthritis, ..."): a label's
+# section is one chunk with its subsections' titles as lines.
+_SUBHEADING = re.compile(r"^(\d+(?:\.\d+)+)\s+\S[^\n]{0,150}$", re.M)
+
+
+def subsection_of(section: str, text: str, sentence: str) -> str | None:
+    """The numbered subsection of ``section`` whose heading stands last above ``sentence`` in ``text``, or ``None``.
+
+    Only a heading numbered under the section's own number counts ("2.1 ..." under "2 DOSAGE AND
+    ADMINISTRATION"), so a cited dose names the subsection it was read from.
+    """
+    number = re.match(r"(\d+)\b", section.strip())
+    where = text.find(sentence) if sentence else -1
+    if number is None or where < 0:
+        return None
+    heads = [m for m in _SUBHEADING.finditer(text, 0, where) if m.group(1).startswith(number.group(1) + ".")]
+    return heads[-1].group(0).strip() if heads else None
+
+
+def source_ref(hit: Hit, sentence: str = "") -> SourceRef:
+    """The document, section and page of one hit; with the quoted ``sentence``, its numbered subsection."""
     section = hit.section_path[-1] if hit.section_path else hit.section_title
+    section = subsection_of(section or "", hit.text, sentence) or section
     return SourceRef(doc_id=hit.doc_id, title=hit.title or hit.source, issuer=hit.organisation, year=hit.year,
                      section=section or "", page=hit.page, kb=hit.kb, owner=owner_of(hit.kb))  # fmt: skip
 
