@@ -277,7 +277,8 @@ def test_these_tables_are_held_out() -> None:
 
     team = {_key(t) for texts in json.loads(TEAM_EXAMPLES.read_text())["examples"].values() for t in texts}
     tables = [*TREATMENT_WORDINGS, *TREATMENT_WORDINGS_IN_SCOPE, *TERSE_TREATMENT, *ABSENT_WORDINGS, *COMPOUND, *TERSE_ABSENT,
-              *WORRY_ABSENT, *FRESH_TREATMENT, *FRESH_TREATMENT_IN_SCOPE, *FRESH_ABSENT, *FRESH_COMPOUND]  # fmt: skip
+              *WORRY_ABSENT, *FRESH_TREATMENT, *FRESH_TREATMENT_IN_SCOPE, *FRESH_ABSENT, *FRESH_COMPOUND, *FRESH2_TREATMENT,
+              *FRESH2_TREATMENT_IN_SCOPE, *FRESH2_ABSENT, *FRESH2_COMPOUND]  # fmt: skip
     rows = [getattr(r, "values", r) for r in tables]
     held_out = {_key(str(row[1])) for row in rows}
     assert len(held_out) == len(rows)  # no question twice
@@ -307,11 +308,12 @@ def test_two_english_words_run_together_are_not_a_typo() -> None:
     assert correct_english("perforaton") == "perforation"
 
 
-# Written after the fixes above and never tuned on: do the classes generalise? Measured once on main before
-# this work (d2e673b: 39 of 47) and after it (43 of 47); the misses are strict xfails, left as found.
-FRESH_MISS = pytest.mark.xfail(strict=True, reason="missed when first measured: 'X candidate', 'any role for X', 'X or wait'")
+# Written after the fifth step and measured once before any change for them: do the classes generalise? Main
+# before this work (d2e673b) 39 of 47, the fifth step 43 of 47. Three misses were then fixed by class ("in his
+# case" is this patient; "is he a X candidate" is a request); the fourth is a strict xfail, left as found.
+FRESH_MISS = pytest.mark.xfail(strict=True, reason="'needs urgent decompression or can we wait': read as severity")
 FRESH_TREATMENT = [
-    pytest.param("rahul.mehta", "is there any role for a bullectomy in his case", marks=FRESH_MISS),
+    ("rahul.mehta", "is there any role for a bullectomy in his case"),
     ("rahul.mehta", "we are thinking of roflumilast, reasonable?"),
     ("maria.gonzalez", "kindly advise on secondary prevention for her"),
     ("maria.gonzalez", "clopi monotherapy vs DAPT?"),
@@ -323,7 +325,7 @@ FRESH_TREATMENT = [
     ("li.wei", "he asks if he needs an operation on his eye"),
     ("ananya.iyer", "breast conserving surgery feasible?"),
     ("ananya.iyer", "would endocrine therapy be right for her"),
-    pytest.param("george.miller", "is he a transplant candidate", marks=FRESH_MISS),
+    ("george.miller", "is he a transplant candidate"),
     ("george.miller", "can we offer him immunotherapy"),
     ("olivia.brown", "what margin should the re-excision have"),
     ("olivia.brown", "does she need adjuvant treatment after excision"),
@@ -361,7 +363,7 @@ FRESH_ABSENT = [
 ]
 FRESH_COMPOUND = [
     ("li.wei", "how many lost vision, and would you laser him", "pointer"),
-    pytest.param("george.miller", "Clinical: cirrhotic, AFP 400. -> outcomes of similar, and is he a resection candidate", "pointer", marks=FRESH_MISS),
+    ("george.miller", "Clinical: cirrhotic, AFP 400. -> outcomes of similar, and is he a resection candidate", "pointer"),
     ("hannah.schmidt", "relapses in the matches? plus kindly advise on DMT choice", "pointer"),
     ("olivia.brown", "ages of the similar patients, and any in-transit mets recorded", "in-transit|transit"),
 ]
@@ -384,4 +386,57 @@ def test_fresh_absent_wordings(demo: Runtime, user: str, question: str, stem: st
 
 @pytest.mark.parametrize(("user", "question", "expect"), FRESH_COMPOUND)
 def test_fresh_compound_wordings(demo: Runtime, user: str, question: str, expect: str) -> None:
+    test_a_handled_part_beside_answered_parts(demo, user, question, (expect,))
+
+# A second fresh set, written after the sixth step and measured once (main before this work 18 of 22, the sixth
+# step 19 of 22). "cavernomas" was then kept from becoming "cavernous" (a disease-shaped word keeps its shape);
+# the two treatment misses are strict xfails, left as found.
+FRESH2_MISS = pytest.mark.xfail(strict=True, reason="'would X help' / 'could he have X' with no treatment word: read as a summary")
+FRESH2_TREATMENT = [
+    ("hannah.schmidt", "is she eligible for ocrelizumab"),
+    pytest.param("james.oconnor", "in his case would a fusion help", marks=FRESH2_MISS),
+    ("li.wei", "should the eye team see him this week"),
+    ("ananya.iyer", "what adjuvant plan do you propose"),
+    pytest.param("george.miller", "could he have a liver transplant", marks=FRESH2_MISS),
+    ("olivia.brown", "tell us the next management step"),
+    ("samuel.okafor", "radical prostatectomy suitable for him?"),
+    ("rahul.mehta", "do you reckon he needs home oxygen"),
+    ("maria.gonzalez", "can she go back on her warfarin"),
+    ("imran.khan", "aspiration versus chest drain for this lad"),
+    ("fatima.zahra", "what would the surgeons normally do here"),
+    ("james.oconnor", "is an epidural the right call for him"),
+]
+FRESH2_TREATMENT_IN_SCOPE = [("priya.nair", "what antibiotic course do you propose for her")]
+FRESH2_ABSENT = [
+    ("rahul.mehta", "any alveolar haemorrhage in the similar ones", "alveolar|haemorrhag|hemorrhag"),
+    ("hannah.schmidt", "transverse myelitis in the look-alikes?", "myelitis"),
+    ("li.wei", "were vitreous bleeds documented in any", "vitreous"),
+    ("ananya.iyer", "any Phyllodes tumours among them", "phyllodes"),
+    ("george.miller", "was Budd-Chiari found in any of them", "budd"),
+    ("imran.khan", "did any of them have a tension haemothorax", "haemothorax|hemothorax"),
+    ("fatima.zahra", "appendiceal neoplasm in the matched cases?", "neoplasm|appendiceal"),
+]
+FRESH2_COMPOUND = [
+    ("samuel.okafor", "how many had biochemical recurrence; is he a brachytherapy candidate", "pointer"),
+    ("maria.gonzalez", "worst severity and any cavernomas recorded", "cavernom"),
+]
+
+
+@pytest.mark.parametrize(("user", "question"), FRESH2_TREATMENT)
+def test_fresh2_treatment_wordings(demo: Runtime, user: str, question: str) -> None:
+    test_treatment_in_other_wordings_gets_the_pointer(demo, user, question)
+
+
+@pytest.mark.parametrize(("user", "question"), FRESH2_TREATMENT_IN_SCOPE)
+def test_fresh2_covered_treatment_wordings(demo: Runtime, user: str, question: str) -> None:
+    test_a_covered_treatment_question_in_other_wordings_is_carried(demo, user, question)
+
+
+@pytest.mark.parametrize(("user", "question", "stem"), FRESH2_ABSENT)
+def test_fresh2_absent_wordings(demo: Runtime, user: str, question: str, stem: str) -> None:
+    test_an_absent_term_in_other_wordings_is_stated_as_not_recorded(demo, user, question, stem)
+
+
+@pytest.mark.parametrize(("user", "question", "expect"), FRESH2_COMPOUND)
+def test_fresh2_compound_wordings(demo: Runtime, user: str, question: str, expect: str) -> None:
     test_a_handled_part_beside_answered_parts(demo, user, question, (expect,))

@@ -68,7 +68,8 @@ _REQUEST = re.compile(
     r"started|treated|referred|admitted|operated|discharged))\b|\bwhat (?:should|do|would) (?:we|i|you) (?:do|give|start|"
     r"use|recommend)\b|\bhow (?:should|do|would) (?:we|i|you) (?:treat|manage)\b|\b(?:best|first-line|recommended) "
     r"(?:treatment|therapy|management|drug|antibiotic|option)\b|\bnext steps?\b|\bmanagement plan\b|"
-    r"\bis (?:it|\w+) (?:ok|safe|indicated|appropriate) (?:to|for)\b"
+    r"\bis (?:it|\w+) (?:ok|safe|indicated|appropriate) (?:to|for)\b|"
+    r"\b(?:is|would) (?:he|she|the patient|this patient|pt)(?: be)? (?:a |an )?(?:good |suitable |reasonable )?(?:\w+ )?candidate\b"
 )
 # "X or Y for her?", "pleurodesis now?": an option put for this patient, with nothing else asked. Not "them":
 # "hyperinflation in them?", "any enhancement in them" ask about the similar cases.
@@ -93,7 +94,10 @@ _CLEARANCE = re.compile(
 )
 # The part speaks of this patient ("is it safe to discharge her", "what's his BP"): about the scan, never off topic.
 _ABOUT_PATIENT = re.compile(r"\b(?:he|she|him|her|his|hers|patient|this (?:man|woman|lady|guy|gentleman|boy|girl|child))\b")
-_PAST_CASES = re.compile(r"\b(they|them|similar|cases?|others?|patients|those|these|any (?:of|one)|how many|were|did)\b")
+# "in his case" is this patient, not a past case.
+_PAST_CASES = re.compile(
+    r"\b(they|them|similar|(?<!his )(?<!her )(?<!this )cases?|others?|patients|those|these|any (?:of|one)|how many|were|did)\b"
+)
 _ASKS = re.compile(r"^(?:and |also )*(?:what|which|how|why|who|when|where|is|are|was|were|do|does|did|can|could|should|would|will|shall)\b")
 _NO_ASK = re.compile(r"^(?:and |also |or )*(?:[a-z-]+(?: |$)){0,6}$")
 

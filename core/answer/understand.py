@@ -146,7 +146,7 @@ def _vocabulary(lexicon: ConditionLexicon) -> tuple[str, ...]:
 
 
 _REAL_WORD_ZIPF = 3.0  # an English word this common ("drain") is never "corrected" to a vocabulary word ("brain")
-_SUFFIX = re.compile(r"(?:itis|oma|osis|opathy|aemia|emia|ectasis|plasia)$")
+_SUFFIX = re.compile(r"(?:itis|omas?|osis|oses|opathy|aemia|emia|ectasis|plasia)$")
 
 
 def normalise(question: str, lexicon: ConditionLexicon | None = None) -> tuple[str, dict[str, str]]:
@@ -167,6 +167,8 @@ def normalise(question: str, lexicon: ConditionLexicon | None = None) -> tuple[s
             fixed = correct_token(tok, lex.single_words if _SUFFIX.search(tok) else vocab)
             if fixed == tok:
                 fixed = correct_english(tok)  # a misspelt word outside the vocabulary ("amyliod")
+                if _SUFFIX.search(tok) and not _SUFFIX.search(fixed):
+                    fixed = tok  # a disease-shaped word keeps its shape: "cavernomas" is no typo of "cavernous"
             if fixed != tok:
                 corrected[tok] = fixed
                 word = fixed
