@@ -174,6 +174,11 @@ class GuidelineQASettings(Group):
         3, ge=0, description="Scope by coverage: a question using an everyday word no loaded document contains needs "
         "at least this many words the documents know (\"malaria treatment\" is not covered by a TB guideline).",
     )
+    naming_elsewhere_chunks: int = Field(
+        3, ge=0, description="A question names a loaded document by a word of its title, issuer or file name only when "
+        "no other document's identity has that word and other documents' chunks use it at most this often (so "
+        "\"health workers\" in a manual's title does not name the manual); then only that document answers.",
+    )
     coverage_focus_share: float = Field(
         0.5, ge=0, le=1, description="Scope by coverage: share of the question's focus words the covering evidence must "
         "mention once the loaded documents know every topic word (all of them when no vocabulary can be read).",

@@ -12,6 +12,7 @@ nothing here raises for a question it cannot support.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import TYPE_CHECKING
 
@@ -30,6 +31,7 @@ from core.guideline.compose import (
 from core.guideline.conflicts import split_conflicts
 from core.guideline.constraints import Candidate
 from core.guideline.gates import align, check_bullet, entity_guard, evidence_sentences, source_label
+from core.guideline.naming import identity_words, named_document
 from core.guideline.preferences import SourceChoice
 from core.guideline.retrieval import RetrievalOutcome, constrained_retrieval
 from core.guideline.router import drug_synonyms, route_question
@@ -146,8 +148,10 @@ class GuidelineQA:
         if vocab is not None:
             terms = resolve_question(question, vocab, self.cfg.stopwords, self.cfg.question_filler, self._everyday(),
                                      self.cfg.coverage_everyday_words, self.cfg.coverage_min_known_words)  # fmt: skip
+            named = named_document(question, vocab, self.cfg.stopwords, self.cfg.naming_elsewhere_chunks)
+            terms = dataclasses.replace(terms, named=named)
             trace.add("terms", unknown=terms.unknown, everyday=terms.everyday, expansions=terms.expansions,
-                      query_terms=terms.query_terms)  # fmt: skip
+                      query_terms=terms.query_terms, named_document=named)  # fmt: skip
         if decision.route == "out_of_domain" and mine:  # the doctor chose their own documents: no TB/CAP scope
             decision = decision.model_copy(update={"route": "guideline", "reason": "search my documents only"})
             trace.add("route", decision=decision.model_dump(), note="scope: my documents")
@@ -180,7 +184,7 @@ class GuidelineQA:
             return self._statement_answer(question, decision, slot, structural, trace)
         found = covered or constrained_retrieval(
             question, decision, synonyms, self.retriever, self.cfg, self.settings.kb.rrf_k, trace, slot.focus,
-            spaces, mine, slot, tuple(terms.query_terms) if terms else (),
+            spaces, mine, slot, tuple(terms.query_terms) if terms else (), terms.named if terms else None,
         )  # fmt: skip
         if choice is not None and found.evidence:
             chosen = sorted((c for c in found.evidence if choice.allows(c.hit.doc_id)),
@@ -248,8 +252,9 @@ class GuidelineQA:
         probe = decision.model_copy(update={"route": "guideline"})
         extra = tuple(terms.query_terms) if terms else ()
         found = constrained_retrieval(question, probe, set(), self.retriever, self.cfg, self.settings.kb.rrf_k, trace,
-                                      slot.focus, spaces, mine, slot, extra)  # fmt: skip
-        best = max((c.confidence for c in found.evidence), default=0.0)
+                                      slot.focus, spaces, mine, slot, extra, terms.named if terms else None)  # fmt: skip
+        # a document named in the question answers; whether the loaded documents cover it is read over all of them
+        best = max(found.best, max((c.confidence for c in found.evidence), default=0.0))
         # covering means mentioning what is asked: the focus words somewhere in the evidence (or its headings)
         text = "\n".join(f"{c.hit.title}\n{' '.join(c.hit.section_path)}\n{c.hit.text}" for c in found.evidence)
         if terms is not None:  # a word the documents spell another way counts when they mention that spelling
@@ -288,9 +293,12 @@ class GuidelineQA:
             if key not in self._vocabularies:
                 if len(self._vocabularies) > 32:
                     self._vocabularies.clear()
-                texts = (f"{c.title}\n{c.organisation or ''}\n{' '.join(c.section_path)}\n{c.text}"
-                         for _, c in index.store.iter_chunks())  # fmt: skip
-                self._vocabularies[key] = Vocabulary.from_texts(texts, self.cfg.focus_prefix)
+                vocab = Vocabulary(prefix=self.cfg.focus_prefix)
+                for _, c in index.store.iter_chunks():
+                    vocab.add(f"{c.title}\n{c.organisation or ''}\n{' '.join(c.section_path)}\n{c.text}", c.doc_id)
+                    if c.doc_id not in vocab.identities:
+                        vocab.identities[c.doc_id] = identity_words(c.title, c.organisation, c.source, self.cfg.stopwords)
+                self._vocabularies[key] = vocab.ready()
             parts.append(self._vocabularies[key])
         return Vocabulary.merge(parts) if parts else None
 

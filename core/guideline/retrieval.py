@@ -42,6 +42,7 @@ class RetrievalOutcome:
     evidence: list[Candidate]
     stage: str = ""
     reason: str = ""
+    best: float = 0.0  # the best confidence of every survivor, before a named document narrowed them
 
 
 def _ids(cands: list[Candidate]) -> list[str]:
@@ -121,6 +122,7 @@ def constrained_retrieval(
     question: str, decision: RouteDecision, synonyms: set[str], retriever: Retriever,
     cfg: GuidelineQASettings, rrf_k: int, trace: Trace, focus: frozenset[str] = frozenset(),
     spaces: tuple[str, ...] = (), only_spaces: bool = False, slot: Slot | None = None, terms: tuple[str, ...] = (),
+    named: str | None = None,
 ) -> RetrievalOutcome:  # fmt: skip
     """Run every constraint on every KB of the route and pick the evidence.
 
@@ -130,6 +132,8 @@ def constrained_retrieval(
     a rare kind of sentence (how a disease passes, what a result means) the chunks
     holding one come first. ``terms`` are added to every KB's search query (the documents' spellings of
     the question's abbreviations and misspellings, :attr:`core.guideline.terms.TermReport.query_terms`).
+    When the question ``named`` a document (:mod:`core.guideline.naming`) and that document has surviving
+    chunks, only they are evidence.
     """
     merged: list[Candidate] = []
     reasons: list[str] = []
@@ -155,6 +159,11 @@ def constrained_retrieval(
                 + cfg.population_evidence_weight * group)  # fmt: skip
 
     merged.sort(key=order, reverse=True)
+    best = max(c.confidence for c in merged)
+    own = [c for c in merged if c.hit.doc_id == named]
+    if own:  # the question names this document ("per the national manual"): it answers, no other
+        trace.add("named_document", _ids(merged), _ids(own), doc_id=named)
+        merged = own
     merged.sort(key=lambda c: states_answer(c.hit.text, c.hit, slot), reverse=True)  # stable: order kept within
     markers = section_markers(expand_query(question, cfg), cfg)
     on_section = [c for c in merged if section_matches(c.hit, markers)] if markers else []
@@ -169,4 +178,4 @@ def constrained_retrieval(
     evidence = by_document(merged, cfg.evidence_chunks, lambda c: c.confidence >= cfg.threshold(c.hit.kb),
                            cfg.max_sources)  # fmt: skip
     trace.add("evidence", _ids(merged), _ids(evidence), kept=len(evidence))
-    return RetrievalOutcome(evidence)
+    return RetrievalOutcome(evidence, best=best)

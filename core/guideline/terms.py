@@ -77,6 +77,8 @@ class Vocabulary:
     counts: Counter[str] = field(default_factory=Counter)
     defined: dict[str, str] = field(default_factory=dict)
     prefix: int = 5
+    by_doc: dict[str, Counter[str]] = field(default_factory=dict)  # document -> its words' chunk counts
+    identities: dict[str, frozenset[str]] = field(default_factory=dict)  # document -> title, issuer, file words
     _prefixes: set[str] = field(default_factory=set, repr=False)
     _by_letter: dict[str, list[str]] = field(default_factory=dict, repr=False)
 
@@ -88,9 +90,12 @@ class Vocabulary:
             vocab.add(text)
         return vocab.ready()
 
-    def add(self, text: str) -> None:
-        """Count the words of one chunk and collect the abbreviations it defines."""
-        self.counts.update(set(_WORD.findall(text.lower())))
+    def add(self, text: str, doc_id: str = "") -> None:
+        """Count the words of one chunk (of document ``doc_id``) and collect the abbreviations it defines."""
+        words = set(_WORD.findall(text.lower()))
+        self.counts.update(words)
+        if doc_id:
+            self.by_doc.setdefault(doc_id, Counter()).update(words)
         for m in _PAREN.finditer(text):
             short = m.group(1)
             if sum(c.isupper() for c in short) < 2:  # "(a)", "(ii)", "(Children)": not abbreviations
@@ -124,6 +129,8 @@ class Vocabulary:
         for part in parts:
             out.prefix = part.prefix
             out.counts.update(part.counts)
+            out.by_doc.update(part.by_doc)
+            out.identities.update(part.identities)
             for short, full in part.defined.items():
                 out.defined.setdefault(short, full)
         return out.ready()
@@ -188,6 +195,7 @@ class TermReport:
     everyday: list[str] = field(default_factory=list)
     most_everyday: int = 1
     min_known: int = 3
+    named: str | None = None  # the loaded document the question names (core.guideline.naming), if one
 
     @property
     def expansions(self) -> dict[str, str]:
