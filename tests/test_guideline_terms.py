@@ -127,3 +127,15 @@ LABEL_SECTION = (
 def test_a_label_bullet_cites_the_numbered_subsection_above_its_sentence(section: str, sentence: str,
                                                                           cited: str | None) -> None:  # fmt: skip
     assert subsection_of(section, LABEL_SECTION, sentence) == cited
+
+
+@pytest.mark.parametrize(
+    ("question", "read_as"),
+    [
+        ("Is rifampcin safe with ethambutl?", "Is rifampicin safe with ethambutol?"),
+        ("Minimum ACH for an isolation room?", "Minimum ACH for an isolation room?"),  # long form: the query only
+        ("PZA dose in the natl manual", "PZA dose in the natl manual"),  # contractions are guesses: left as written
+    ],
+)
+def test_a_question_is_read_in_the_documents_spelling(vocab: Vocabulary, question: str, read_as: str) -> None:
+    assert report(question, vocab).rewrite(question) == read_as

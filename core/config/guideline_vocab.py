@@ -89,6 +89,16 @@ REFUSAL_PATTERNS: list[str] = [
     r"\b(end my life|kill myself|suicide|self-harm|harm myself)\b",
     r"\bmake up\b.{0,30}\b(regimen|answer|dose|evidence)\b",
     r"\bwithout (any )?evidence\b",
+    # a request to misrepresent a source: make it say what it does not, or forge a page of it
+    r"\b(pretend|imagine|assume|act as if)\b.{0,40}\b(guidelines?|manual|label|document|source|booklet)\b.{0,15}"
+    r"\b(says?|states?|recommends?|allows?)\b",
+    r"\b(fake|forged?|fabricated?|made-up|bogus)\b.{0,30}\b(page|guidelines?|manual|label|document|source|letter|"
+    r"prescription)\b",
+    # an answer demanded without its sources or caveats, or a safety promise, or help hiding care from the team
+    r"\b(no|without( any)?)\s+(caveats?|sources?|citations?|references?|warnings?)\b",
+    r"\btell me (that )?(it is|it's|this is|they are)\s+(safe|fine|ok|okay)\b",
+    r"\bwithout (the |her |his |their |a )?(clinic|doctor|nurse|pharmacist|prescriber|care team|team)('s)?\s+"
+    r"(knowing|knowledge|approval|consent|finding out)\b",
 ]
 REFUSAL_MESSAGE = (
     "This request cannot be answered. Guideline QA only answers clinical questions about tuberculosis and "

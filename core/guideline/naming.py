@@ -19,7 +19,7 @@ from collections.abc import Collection
 
 from core.guideline.terms import Vocabulary
 
-__all__ = ["identity_words", "named_document"]
+__all__ = ["identity_words", "named_document", "naming_words"]
 
 _SPLIT = re.compile(r"[a-z][a-z0-9]*")
 
@@ -48,18 +48,24 @@ def _plain(word: str) -> str:
 
 def named_document(question: str, vocab: Vocabulary, stopwords: Collection[str], elsewhere: int = 3) -> str | None:
     """The one loaded document the question names, or ``None`` (none named, or several)."""
+    named = naming_words(question, vocab, stopwords, elsewhere)
+    return next(iter(named)) if len(named) == 1 else None
+
+
+def naming_words(question: str, vocab: Vocabulary, stopwords: Collection[str], elsewhere: int = 3) -> dict[str, set[str]]:
+    """Each document the question names -> the question words that name it (they ask for no topic)."""
     words = {w for w in _SPLIT.findall(question.lower()) if w not in stopwords and len(w) > 1}
     holders: dict[str, int] = {}
     for identity in vocab.identities.values():
         for w in identity:
             holders[w] = holders.get(w, 0) + 1
-    named: set[str] = set()
+    named: dict[str, set[str]] = {}
     for word in words:
         full = vocab.defined.get(word)  # "NTP": its long form, word for word, in one document's identity
         parts = {_plain(p) for p in _SPLIT.findall(full or "") if p not in stopwords}
         spelled = [d for d, identity in vocab.identities.items() if parts and parts <= identity]
         if len(spelled) == 1:
-            named.add(spelled[0])
+            named.setdefault(spelled[0], set()).add(word)
             continue
         for doc, identity in vocab.identities.items():
             own = vocab.by_doc.get(doc)
@@ -73,5 +79,5 @@ def named_document(question: str, vocab: Vocabulary, stopwords: Collection[str],
                 forms = (w, f"{w}s", f"{w}es")  # identity words are singular; the texts use both
                 used_elsewhere = sum(vocab.counts[f] - (own[f] if own else 0) for f in forms)
                 if holders.get(w) == 1 and used_elsewhere <= elsewhere:
-                    named.add(doc)
-    return next(iter(named)) if len(named) == 1 else None
+                    named.setdefault(doc, set()).add(word)
+    return named

@@ -31,7 +31,7 @@ from core.guideline.compose import (
 from core.guideline.conflicts import split_conflicts
 from core.guideline.constraints import Candidate
 from core.guideline.gates import align, check_bullet, entity_guard, evidence_sentences, source_label
-from core.guideline.naming import identity_words, named_document
+from core.guideline.naming import identity_words, naming_words
 from core.guideline.preferences import SourceChoice
 from core.guideline.retrieval import RetrievalOutcome, constrained_retrieval
 from core.guideline.router import drug_synonyms, route_question
@@ -148,8 +148,9 @@ class GuidelineQA:
         if vocab is not None:
             terms = resolve_question(question, vocab, self.cfg.stopwords, self.cfg.question_filler, self._everyday(),
                                      self.cfg.coverage_everyday_words, self.cfg.coverage_min_known_words)  # fmt: skip
-            named = named_document(question, vocab, self.cfg.stopwords, self.cfg.naming_elsewhere_chunks)
-            terms = dataclasses.replace(terms, named=named)
+            naming = naming_words(question, vocab, self.cfg.stopwords, self.cfg.naming_elsewhere_chunks)
+            named = next(iter(naming)) if len(naming) == 1 else None
+            terms = dataclasses.replace(terms, named=named, naming=frozenset(w for ws in naming.values() for w in ws))
             trace.add("terms", unknown=terms.unknown, everyday=terms.everyday, expansions=terms.expansions,
                       query_terms=terms.query_terms, named_document=named)  # fmt: skip
         if decision.route == "out_of_domain" and mine:  # the doctor chose their own documents: no TB/CAP scope
@@ -175,15 +176,22 @@ class GuidelineQA:
         covered: RetrievalOutcome | None, spaces: tuple[str, ...], mine: bool, choice: SourceChoice | None,
         terms: TermReport | None = None,
     ) -> QAResult:  # fmt: skip
-        """The answer on the routed (or covering) knowledge bases, or an abstention."""
+        """The answer on the routed (or covering) knowledge bases, or an abstention.
+
+        The question is read with its misspellings in the documents' spelling (``asked``,
+        :meth:`core.guideline.terms.TermReport.rewrite`); answers keep the doctor's words.
+        """
+        asked = terms.rewrite(question) if terms is not None else question
+        if asked != question:
+            trace.add("read_as", question=asked)
         synonyms = drug_synonyms(lexicon, decision.drugs, self.cfg.drug_aliases)
-        slot = question_slot(question, self.cfg, synonyms)
+        slot = question_slot(asked, self.cfg, synonyms)
         trace.add("slot", slot=slot.name, yes_no=slot.yes_no, focus=sorted(slot.focus))
         structural = self._structural(decision, slot, trace, lexicon, self.catalog_for(spaces, curated=not mine))
         if structural is not None:
             return self._statement_answer(question, decision, slot, structural, trace)
         found = covered or constrained_retrieval(
-            question, decision, synonyms, self.retriever, self.cfg, self.settings.kb.rrf_k, trace, slot.focus,
+            asked, decision, synonyms, self.retriever, self.cfg, self.settings.kb.rrf_k, trace, slot.focus,
             spaces, mine, slot, tuple(terms.query_terms) if terms else (), terms.named if terms else None,
         )  # fmt: skip
         if choice is not None and found.evidence:
@@ -195,11 +203,11 @@ class GuidelineQA:
         if not found.evidence:
             return QAAbstention(question=question, route=decision.route, reason=found.reason, stage=found.stage,
                               trace=trace)  # fmt: skip
-        drafts = self._draft(question, found.evidence, slot, trace, lexicon.names())
+        drafts = self._draft(asked, found.evidence, slot, trace, lexicon.names())
         if not drafts:
             return QAAbstention(question=question, route=decision.route, stage="generation", trace=trace,
                               reason=_no_answer_reason(slot))  # fmt: skip
-        group = question_population(question, self.cfg)
+        group = question_population(asked, self.cfg)
         bullets = self._verify(drafts, found.evidence, trace, group)
         bullets, conflicts = split_conflicts(bullets, self.retriever, lexicon)  # an upload never overrides a label
         if conflicts:
@@ -214,7 +222,7 @@ class GuidelineQA:
                               reason=reason)  # fmt: skip
         own = [b for b in bullets if not b.other_population]  # the patient summary speaks of the asked group only
         best = next((c.hit for c in found.evidence if c.hit.chunk_id == bullets[0].evidence.chunk_id), None)
-        said = yes_no_statement(question, slot, bullets[0].text, best.section_code if best else None, self.cfg)
+        said = yes_no_statement(asked, slot, bullets[0].text, best.section_code if best else None, self.cfg)
         return QAAnswer(
             question=question,
             route=decision.route,
@@ -257,8 +265,10 @@ class GuidelineQA:
         best = max(found.best, max((c.confidence for c in found.evidence), default=0.0))
         # covering means mentioning what is asked: the focus words somewhere in the evidence (or its headings)
         text = "\n".join(f"{c.hit.title}\n{' '.join(c.hit.section_path)}\n{c.hit.text}" for c in found.evidence)
-        if terms is not None:  # a word the documents spell another way counts when they mention that spelling
+        if terms is not None:  # a word the documents spell another way counts when they mention that spelling,
+            # and a word that names a document ("per the intl guideline") asks for no topic
             text += "\n" + " ".join(w for w, full in terms.expansions.items() if focus_coverage(text, _prefixes(full), self.cfg))
+            text += "\n" + " ".join(terms.naming)
         mentioned = focus_coverage(text, slot.focus, self.cfg) if slot.focus else 1.0
         share = self.cfg.coverage_focus_share if terms is not None else 1.0
         covered = bool(found.evidence) and best >= self.cfg.coverage_floor and mentioned >= share

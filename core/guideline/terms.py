@@ -196,6 +196,7 @@ class TermReport:
     most_everyday: int = 1
     min_known: int = 3
     named: str | None = None  # the loaded document the question names (core.guideline.naming), if one
+    naming: frozenset[str] = frozenset()  # the question's words that name a document: no topic to cover
 
     @property
     def expansions(self) -> dict[str, str]:
@@ -210,6 +211,20 @@ class TermReport:
         that a document may know the word, not to steer the search.
         """
         return [full for w, (how, full) in sorted(self.resolved.items()) if how in ("defined", "misspelt") and full != w]
+
+    def rewrite(self, question: str) -> str:
+        """``question`` with its misspellings in the documents' spelling ("rifampcin" -> "rifampicin").
+
+        Abbreviations stay as written (their long forms go to the search query only: spelt out in the
+        question they would add words every answer sentence is then expected to share), and so do contractions.
+        """
+        out = question
+        for word, (how, full) in self.resolved.items():
+            if how != "misspelt" or full == word:
+                continue
+            pattern = re.compile(rf"(?<![\w-]){re.escape(word)}(?![\w-])", re.IGNORECASE)
+            out = pattern.sub(full, out, count=1)
+        return out
 
     @property
     def covered(self) -> bool:
