@@ -48,6 +48,7 @@ from core.store.models import AuditHead, AuditLog, utcnow
 
 __all__ = [
     "ASK",
+    "DOC_IDENTITY",
     "DRAFT_GENERATE",
     "DRAFT_SAVE",
     "DRAFT_SIGN",
@@ -89,6 +90,7 @@ REBUILD = "rebuild"
 SHARE_REQUEST = "share.request"  # a doctor asks to share a document of their own space (core.kb.provenance)
 SHARE_APPROVE = "share.approve"  # a second doctor approves (or, outcome "refused", the requester tried to)
 SHARE_REJECT = "share.reject"
+DOC_IDENTITY = "doc.identity"  # an owner corrects a document's title, issuer, year (core.kb.docidentity)
 EVENTS: frozenset[str] = frozenset(
     {
         SCAN_READ,
@@ -109,6 +111,7 @@ EVENTS: frozenset[str] = frozenset(
         SHARE_REQUEST,
         SHARE_APPROVE,
         SHARE_REJECT,
+        DOC_IDENTITY,
     }
 )
 

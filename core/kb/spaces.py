@@ -27,6 +27,7 @@ from pathlib import Path, PurePath
 from typing import TYPE_CHECKING
 
 from core.errors import AccessDeniedError, InvalidInputError, NotFoundError
+from core.kb.docidentity import with_identity
 from core.kb.index.builder import kb_link
 from core.kb.index.ingest import IngestReport, apply_update, parse_files, upload_suffixes
 from core.kb.provenance import instruction_sentences, read_provenance, write_provenance
@@ -78,6 +79,8 @@ class SpaceDocument:
     uploader: str | None = None  # owner key of who uploaded it (core.kb.provenance)
     approved_by: str | None = None  # for the shared space: who approved sharing it
     flagged: int = 0  # instruction-like sentences kept out of answers
+    issuer: str | None = None  # as extracted (core.kb.parse.identity) or corrected (core.kb.docidentity)
+    year: int | None = None
 
 
 def _safe_name(name: str) -> str:
@@ -188,10 +191,13 @@ class DocumentSpaces:
         out: list[SpaceDocument] = []
         for space in doctor_spaces(self.settings, owner, include_shared):
             known = read_provenance(self.files_root / space)
-            for doc_id, source, title, _sha, n in self.kb.index(space).store.docs():
-                p = known.get(doc_id, {})
+            store = self.kb.index(space).store
+            first = store.first_chunks()
+            for doc_id, source, title, _sha, n in store.docs():
+                p, c = known.get(doc_id, {}), first.get(doc_id)
                 out.append(SpaceDocument(space, space == SHARED_SPACE, doc_id, title or source, source, int(n),
-                                         p.get("uploader"), p.get("approved_by"), int(p.get("flagged", 0))))  # fmt: skip
+                                         p.get("uploader"), p.get("approved_by"), int(p.get("flagged", 0)),
+                                         c.organisation if c else None, c.year if c else None))  # fmt: skip
         return out
 
     def delete(self, owner: str, doc_id: str, shared: bool = False) -> int:
@@ -226,7 +232,9 @@ class DocumentSpaces:
             parsed, errors = parse_files(
                 [p for p, _ in items], kind, space, self.settings.kb, self.kb.token_counter, progress
             )
-            docs += [_without_instructions(_renamed(d, shown))[0] for d in parsed]
+            corrected = read_provenance(folder)  # an identity the owner corrected (core.kb.docidentity) stays
+            docs += [with_identity(_without_instructions(_renamed(d, shown))[0], corrected.get(d.doc_id, {}).get("identity"))
+                     for d in parsed]  # fmt: skip
             report.errors += [FileError(_shown_of(e.source, shown), e.error) for e in errors]
         report.total_chunks = apply_update(self.kb.root, space, self.kb.embedder, self.kb.token_counter,
                                            self.settings.kb, add=docs, fresh=True, progress=progress)  # fmt: skip

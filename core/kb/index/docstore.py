@@ -113,6 +113,14 @@ class DocStore:
         with self._lock:
             return list(self._db.execute("SELECT doc_id, source, title, sha256, n_chunks FROM docs ORDER BY doc_id"))
 
+    def first_chunks(self) -> dict[str, Chunk]:
+        """Each document's first chunk (its identity: title, issuer, year), by document id."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT doc_id, data FROM chunks WHERE pos IN (SELECT MIN(pos) FROM chunks GROUP BY doc_id)"
+            ).fetchall()
+        return {doc_id: Chunk.from_json(json.loads(data)) for doc_id, data in rows}
+
     def names(self, doc_id: str | None = None) -> list[tuple[str, str, str]]:
         """``(name, kind, doc_id)`` rows of the drug lexicon, optionally for one document."""
         with self._lock:

@@ -8,8 +8,9 @@ live index changes only at the final atomic swap.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -165,6 +166,7 @@ def apply_update(
     extra: dict[str, Any] | None = None,
     reembed: bool = False,
     progress: StageProgress | None = None,
+    revise: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> int:
     """Write a new version of ``kb``: the live one minus ``remove`` and replaced ids, plus ``add``.
 
@@ -172,10 +174,13 @@ def apply_update(
     ``demo_docs``) are carried over unless ``extra`` sets them. With ``reembed`` a live version built
     with other embedding settings is kept by re-embedding its chunks' text (the demo rebuild beside user
     documents); without it that is an :class:`IndexStateError`. ``progress("embed", done, total)`` follows
-    each batch of new passages. Returns the new chunk count.
+    each batch of new passages. ``revise`` (doc id -> chunk fields such as ``title``, ``organisation``,
+    ``year``) rewrites those fields of a kept document's chunks and its title row in the same new
+    version, keeping its vectors (a corrected identity, core.kb.docidentity). Returns the new chunk count.
     """
     with kb_lock(root, kb):  # read-modify-swap: a concurrent update waits, so none is lost
-        return _apply_update(root, kb, embedder, counter, settings, add, remove, fresh, extra, reembed, progress)
+        return _apply_update(root, kb, embedder, counter, settings, add, remove, fresh, extra, reembed, progress,
+                             revise or {})  # fmt: skip
 
 
 def _apply_update(
@@ -190,6 +195,7 @@ def _apply_update(
     extra: dict[str, Any] | None,
     reembed: bool,
     progress: StageProgress | None,
+    revise: Mapping[str, Mapping[str, Any]],
 ) -> int:
     spec = index_spec(embedder, counter, settings)
     drop = set(remove) | {d.doc_id for d in add}
@@ -220,7 +226,8 @@ def _apply_update(
             batch: list[Any] = []
             for pos, chunk in old.store.iter_chunks():
                 if chunk.doc_id not in drop:
-                    batch.append((pos, chunk))
+                    fields = revise.get(chunk.doc_id)
+                    batch.append((pos, dataclasses.replace(chunk, **fields) if fields else chunk))
                 if len(batch) >= (settings.embed_batch if stale else 4096):
                     builder.add([c for _, c in batch], vectors(batch))
                     batch = []
@@ -228,7 +235,9 @@ def _apply_update(
                 builder.add([c for _, c in batch], vectors(batch))
             for doc in old.store.docs():
                 if doc[0] not in drop:
-                    builder.add_document(doc, {n: k for n, k, _ in old.store.names(doc[0])})
+                    title = revise.get(doc[0], {}).get("title", doc[2])
+                    builder.add_document((doc[0], doc[1], title, doc[3], doc[4]),
+                                         {n: k for n, k, _ in old.store.names(doc[0])})  # fmt: skip
             old.close()
         chunks = [c for d in add for c in d.chunks]
         bar = tqdm(total=len(chunks), desc=f"embed kb_{kb}", unit="chunk", disable=not settings.progress)
