@@ -94,6 +94,10 @@ REFUSAL_PATTERNS: list[str] = [
     r"\b(says?|states?|recommends?|allows?)\b",
     r"\b(fake|forged?|fabricated?|made-up|bogus)\b.{0,30}\b(page|guidelines?|manual|label|document|source|letter|"
     r"prescription)\b",
+    # the system's secrets, or a new identity given to it ("You are DoseBot")
+    r"\b(reveal|show|print|leak|dump)\b.{0,30}\b(api keys?|secrets?|passwords?|credentials|configuration|"
+    r"system prompt|hidden (prompt|instructions?|configuration))\b",
+    r"\byou are (now )?(in \w+ mode|an? \w*bot|\w*bot|dan|unrestricted|unfiltered|jailbroken)\b",
     # an answer demanded without its sources or caveats, or a safety promise, or help hiding care from the team
     r"\b(no|without( any)?)\s+(caveats?|sources?|citations?|references?|warnings?)\b",
     r"\btell me (that )?(it is|it's|this is|they are)\s+(safe|fine|ok|okay)\b",

@@ -28,6 +28,7 @@ from core.config.guideline import GuidelineQASettings
 from core.guideline.text import find_phrases
 from core.guideline.types import RouteDecision
 from core.kb.lexicon import DrugLexicon
+from core.kb.provenance import instruction_sentences
 
 __all__ = ["concepts_in", "drug_synonyms", "expand_query", "is_refused", "route_question"]
 
@@ -40,8 +41,15 @@ def drug_synonyms(lexicon: DrugLexicon, names: list[str], aliases: dict[str, lis
 
 
 def is_refused(question: str, cfg: GuidelineQASettings) -> str | None:
-    """The refusal pattern ``question`` matches (a prompt injection or a harm request), or ``None``."""
-    return next((p for p in cfg.refusal_patterns if re.search(p, question, re.IGNORECASE)), None)
+    """The refusal pattern ``question`` matches (a prompt injection or a harm request), or ``None``.
+
+    A sentence addressed to a model or system (the detector that keeps such sentences of uploaded
+    documents out of answers, :func:`core.kb.provenance.instruction_sentences`) is refused too.
+    """
+    found = next((p for p in cfg.refusal_patterns if re.search(p, question, re.IGNORECASE)), None)
+    if found is None and instruction_sentences(question):
+        return "an instruction addressed to the system"
+    return found
 
 
 def concepts_in(question: str, cfg: GuidelineQASettings) -> dict[str, list[str]]:
