@@ -30,7 +30,7 @@ from typing import Any
 from sqlalchemy import select
 
 from core.answer.guard import enforce
-from core.answer.prompt import ask_messages
+from core.answer.prompt import ask_grammar, ask_messages
 from core.answer.service import answer_readonly
 from core.demo.seed import seed_demo
 from core.errors import CasebookError
@@ -57,6 +57,9 @@ def main() -> None:
     """Seed, answer, guard, print."""
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--llm", type=int, default=0, help="also guard the configured model's answers to N questions")
+    ap.add_argument(
+        "--unconstrained", action="store_true", help="ask the model without Ask AI's citation grammar (as before issue 27)"
+    )
     args = ap.parse_args()
     items = json.loads((ROOT / "tests" / "data" / "doctor_questions.json").read_text())["items"]
     from tests.test_hostile_guard import (  # the hostile lists live with their tests
@@ -102,7 +105,7 @@ def main() -> None:
                 hostile_kept += bool(enforce(shaped, result).kept)
                 hostile_kept_facts += bool(enforce(shaped, result, facts=res.facts).kept)
         elapsed = time.perf_counter() - started
-        model_lines = _model_run(rt, items, args.llm) if args.llm else []
+        model_lines = _model_run(rt, items, args.llm, not args.unconstrained) if args.llm else []
         rt.db.dispose()
     load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     print(f"answers with citations: {answers} of {len(items)} questions")
@@ -115,8 +118,11 @@ def main() -> None:
     print("\n".join(model_lines))
 
 
-def _model_run(rt: Runtime, items: list[dict[str, Any]], n: int) -> list[str]:
-    """Guard the configured model's answers to ``n`` cited questions, one per scan first."""
+def _model_run(rt: Runtime, items: list[dict[str, Any]], n: int, constrained: bool) -> list[str]:
+    """Guard the configured model's answers to ``n`` cited questions, one per scan first.
+
+    ``constrained``: with Ask AI's citation grammar, as the service asks (llama.cpp only).
+    """
     llm = rt.llm
     if llm is None:
         return ["no model configured (llm.backend is extractive)"]
@@ -127,7 +133,7 @@ def _model_run(rt: Runtime, items: list[dict[str, Any]], n: int) -> list[str]:
             seen.add((item["user"], item["scan"]))
             picked.append(item)
     lines: list[str] = []
-    kept = total = answers_kept = 0
+    kept = total = answers_kept = unchanged = 0
     reasons: collections.Counter[str] = collections.Counter()
     for item in picked[:n]:
         result, res = answer_readonly(rt, _scan(rt, str(item["user"]), int(item["scan"])), str(item["question"]))
@@ -135,7 +141,8 @@ def _model_run(rt: Runtime, items: list[dict[str, Any]], n: int) -> list[str]:
             continue
         started = time.perf_counter()
         try:
-            text = llm.chat(ask_messages(result, str(item["question"]), res.answer.answer)).text
+            messages = ask_messages(result, str(item["question"]), res.answer.answer)
+            text = llm.chat(messages, grammar=ask_grammar(result) if constrained else None).text
         except CasebookError as exc:  # a slow machine: count it and go on
             lines.append(f"- {item['id']} model failed: {type(exc).__name__}")
             continue
@@ -143,13 +150,15 @@ def _model_run(rt: Runtime, items: list[dict[str, Any]], n: int) -> list[str]:
         kept += len(report.kept)
         total += len(report.kept) + len(report.removed)
         answers_kept += bool(report.kept and report.cited)
+        unchanged += bool(report.kept and report.cited and not report.removed)  # passed the guard whole
         reasons.update(r.split(":")[0] for _, r in report.removed)
         lines.append(f"- {item['id']} ({time.perf_counter() - started:.0f} s) {item['question']}")
         lines += [f"    kept: {k}" for k in report.kept]
         lines += [f"    DROPPED ({why}): {sentence}" for sentence, why in report.removed]
     head = [
-        f"model {llm.backend}/{llm.model}: {answers_kept} answers usable (kept text with a citation) of "
-        f"{len([ln for ln in lines if ln.startswith('- ')])}; sentences kept {kept} of {total}",
+        f"model {llm.backend}/{llm.model} ({'citation grammar' if constrained else 'unconstrained'}): {answers_kept} answers usable (kept text with a citation), "
+        f"{unchanged} unchanged (no sentence dropped), of {len([ln for ln in lines if ln.startswith('- ')])}; "
+        f"sentences kept {kept} of {total}",
         f"model drop reasons: {dict(reasons.most_common())}",
     ]
     return head + lines

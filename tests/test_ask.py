@@ -12,6 +12,7 @@ from sqlalchemy import func, select
 
 from core.answer.compose import confidence_for, is_pointer
 from core.answer.guard import enforce
+from core.answer.prompt import ask_grammar
 from core.answer.records import history
 from core.answer.rules import forbidden_reason, numbers_in
 from core.answer.service import AskResult, ask_question, stream_answer
@@ -19,6 +20,7 @@ from core.cases import build_context_bundle
 from core.contracts import INSUFFICIENT_DATA, NO_COMPARABLE_CASES, BundleResult
 from core.errors import InvalidInputError, NotFoundError
 from core.llm.factory import make_llm
+from core.reports.writer import generate_report_draft
 from core.runtime import Runtime, open_runtime
 from core.settings import REPO_ROOT
 from core.store.models import AuditLog, Scan, User
@@ -210,6 +212,27 @@ def test_stream_yields_instant_then_deltas_then_final(fresh: Runtime, llm_server
     assert any(e.kind == "delta" for e in events)
     final = events[-1].result
     assert final is not None and final.path == "llm" and final.answer.citedCaseIds == [ids[0]]
+
+
+def test_ask_ai_sends_its_citation_grammar_to_a_server_that_takes_one(fresh: Runtime, llm_server: FakeLLMServer) -> None:
+    """Ask AI (both paths) sends the GBNF grammar of its bundle's case ids; a draft sends none; a server
+    not marked as llama.cpp's gets none (llama.cpp itself: tests/test_llm_llamacpp.py)."""
+    overrides = llm_server.llm_overrides("openai")
+    overrides["openai"] |= {"grammar": True}
+    rt = open_runtime(make_settings(fresh.settings.paths.data_dir.parent, llm=overrides))
+    sid = scan_of(rt, "rahul.mehta")
+    result = build_context_bundle(rt, sid)
+    llm_server.reply = f"Similar cases show COPD with emphysema ({result.case_ids[0]})."
+    llm = make_llm(rt.settings)
+    assert ask_question(rt, sid, "What do similar cases show?", _doctor(rt), llm).path == "llm"
+    list(stream_answer(rt, sid, "How severe are similar cases?", _doctor(rt), llm))
+    grammars = [r.body.get("grammar") for r in llm_server.requests]
+    assert grammars == [ask_grammar(result)] * 2 and all(i in grammars[0] for i in result.case_ids)
+    generate_report_draft(rt, sid, llm)
+    assert len(llm_server.requests) == 3 and "grammar" not in llm_server.requests[-1].body
+    plain = _llm_runtime(fresh, llm_server)
+    ask_question(plain, sid, "What do similar cases show?", _doctor(plain), make_llm(plain.settings))
+    assert len(llm_server.requests) == 4 and "grammar" not in llm_server.requests[-1].body
 
 
 def test_a_slow_local_model_is_not_started_until_the_doctor_chooses(

@@ -3,22 +3,24 @@
 from __future__ import annotations
 
 import math
+import re
 import shutil
 from pathlib import Path
 
 import pytest
 
 from core.errors import BackendError, BackendTimeoutError
-from core.llm.base import LLM
+from core.llm.base import LLM, Message
 from core.llm.factory import make_llm
 from core.llm.llamacpp import LlamaCppLLM
 from core.llm.models import default_model_path, ensure_default_model, load_spec, verify
+from core.runtime import Runtime
 from core.settings import Settings, load_settings
 
 pytest.importorskip("xllamacpp")
 pytestmark = pytest.mark.slow
 
-YES_NO = [{"role": "user", "content": "Is aspirin an antiplatelet drug? Answer Yes or No."}]
+YES_NO: list[Message] = [{"role": "user", "content": "Is aspirin an antiplatelet drug? Answer Yes or No."}]
 
 
 @pytest.fixture(scope="module")
@@ -85,3 +87,27 @@ def test_a_corrupted_copy_is_refused_and_reassembled(settings: Settings, tmp_pat
     assert "assemble --force" in info.value.hint
     assert ensure_default_model(copy_settings, force=True) == target
     assert verify(load_spec(copy_settings.llm.llamacpp.model_name), target, use_cache=False)
+
+
+def test_ask_ai_grammar_ends_every_sentence_with_a_bundle_citation(settings: Settings, demo: Runtime) -> None:
+    """The real model under Ask AI's grammar (core.answer.prompt.ask_grammar) on a demo bundle: every
+    sentence cites case ids of that bundle, so the service's "cites a case" rule cannot fail."""
+    from core.answer.guard import enforce
+    from core.answer.prompt import ask_grammar, ask_messages
+    from core.answer.service import answer_readonly
+    from core.contracts import INSUFFICIENT_DATA
+    from core.text import answer_sentences
+    from tests.conftest import scan_of
+
+    roomy = settings.llm.model_copy(update={"max_tokens": 96, "llamacpp": settings.llm.llamacpp.model_copy(update={"n_ctx": 4096})})
+    llm = LlamaCppLLM(default_model_path(settings), roomy)
+    question = "How severe were the similar cases?"
+    result, res = answer_readonly(demo, scan_of(demo, "rahul.mehta"), question)
+    text = llm.chat(ask_messages(result, question, res.answer.answer), grammar=ask_grammar(result)).text
+    llm.close()
+    if text != INSUFFICIENT_DATA:
+        cite = re.compile(r" \((?:%s)(?:, (?:%s))*\)" % (("|".join(result.case_ids),) * 2))
+        finished = answer_sentences(text) if text.endswith(".") else answer_sentences(text)[:-1]  # cut at max_tokens
+        assert finished and all(cite.search(s) and s.endswith(".") for s in finished), text
+    report = enforce(text, result, facts=res.facts)
+    assert not report.invalid_ids and set(report.cited) <= set(result.case_ids)

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from core.llm.base import GenParams
+from core.llm.base import GenParams, Message
 from core.llm.budget import CancelToken
 from core.llm.factory import make_llm
 from core.selfrag.tiny import build_tiny_llama
 from core.settings import load_settings
 from tests.llm_server import FakeLLMServer
 
-MESSAGES = [{"role": "user", "content": "What is shown?"}]
+MESSAGES: list[Message] = [{"role": "user", "content": "What is shown?"}]
 
 
 def test_keywords_lay_over_params_and_stop_becomes_a_tuple() -> None:
@@ -21,6 +21,7 @@ def test_keywords_lay_over_params_and_stop_becomes_a_tuple() -> None:
     assert GenParams.of(base) is base
     assert GenParams.of(base, max_tokens=9, stop=["END"]) == GenParams(9, 0.7, ("END",))
     assert GenParams.of(None, logprobs=3, stop=None) == GenParams(logprobs=3)
+    assert GenParams.of(base, grammar='root ::= "x"').grammar == 'root ::= "x"'
 
 
 def test_resolved_takes_unset_numbers_from_settings() -> None:
@@ -56,3 +57,29 @@ def test_local_backend_gives_the_same_answer_from_params_or_keywords(tmp_path: P
     by_params = llm.complete("The finding is", GenParams(max_tokens=4, logprobs=2))
     assert by_params.text == by_keywords.text and by_params.completion_tokens == by_keywords.completion_tokens == 4
     assert [t.top for t in by_params.tokens] == [t.top for t in by_keywords.tokens]
+
+
+def test_a_grammar_goes_to_llamacpp_and_is_not_sent_where_it_is_not_taken(
+    llm_server: FakeLLMServer, groq_key: str, tmp_path: Path
+) -> None:
+    from core.llm.llamacpp import LlamaCppLLM
+
+    grammar = 'root ::= "Yes" | "No"'
+    local = LlamaCppLLM(tmp_path / "never-loaded.gguf", load_settings().llm)  # the request only: never loaded
+    assert local._request(GenParams(grammar=grammar))["grammar"] == grammar
+    assert "grammar" not in local._request(GenParams())
+    for backend in ("openai", "groq"):  # OpenAI, Groq, vLLM, Ollama: nothing sent for it
+        llm = make_llm(load_settings(llm=llm_server.llm_overrides(backend)))
+        assert llm is not None
+        llm.chat(MESSAGES, max_tokens=3)
+        plain = llm_server.requests[-1].body
+        llm.chat(MESSAGES, max_tokens=3, grammar=grammar)
+        assert llm_server.requests[-1].body == plain
+    overrides = llm_server.llm_overrides("openai")
+    overrides["openai"] |= {"grammar": True}  # a llama.cpp llama-server behind the openai backend
+    llama_server = make_llm(load_settings(llm=overrides))
+    assert llama_server is not None
+    llama_server.chat(MESSAGES, max_tokens=3, grammar=grammar)
+    assert llm_server.requests[-1].body["grammar"] == grammar
+    llama_server.chat(MESSAGES, max_tokens=3)
+    assert "grammar" not in llm_server.requests[-1].body

@@ -21,7 +21,7 @@ from core.answer.guard import GuardReport, enforce
 from core.answer.guard_inputs import refusal_lists
 from core.answer.kit import AskKit, HasAskKit, kit_of
 from core.answer.parts_answer import PREDICTION_CAVEAT, about_future, covered_by_guidelines
-from core.answer.prompt import ask_messages, prompt_hash
+from core.answer.prompt import ask_grammar, ask_messages, prompt_hash
 from core.answer.reader import Reading
 from core.answer.records import ANSWERED, CANCELLED, answer_status, audit, begin_exchange, complete_exchange
 from core.cases.bundle import build_context_bundle
@@ -223,7 +223,8 @@ def _with_llm(rt: AskKit, result: BundleResult, instant: AskResult, q: str, llm:
     """The guarded LLM answer within the time budget, or the instant answer with the reason it stands."""
     messages = ask_messages(result, q, instant.answer.answer)
     try:  # returns at the budget in wall time; the backend itself stops between two tokens
-        completion = chat_call(llm, messages, CancelToken(feature_budget(rt.settings, "ask")))
+        token = CancelToken(feature_budget(rt.settings, "ask"))
+        completion = chat_call(llm, messages, token, grammar=ask_grammar(result))  # citations (llamacpp only)
         return _from_guard(rt, result, enforce(completion.text, result, facts=instant.facts, **refusal_lists(rt)), instant, started)
     except BackendTimeoutError:
         return replace(instant, path="extractive", fallback="the model was slower than its time budget")
@@ -306,7 +307,7 @@ def stream_answer(
         parts: list[str] = []
         final: AskResult | None = None
         assert token is not None
-        for event in stream_call(llm, messages, token):
+        for event in stream_call(llm, messages, token, grammar=ask_grammar(result)):  # citations (llamacpp only)
             if event.kind == "delta":
                 parts.append(event.text)
                 yield AskEvent("delta", event.text)

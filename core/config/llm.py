@@ -85,6 +85,11 @@ class OpenAISettings(Group):
     api_key_env: str = Field(
         "OPENAI_API_KEY", description="Environment variable holding the key; unset is fine for local servers."
     )
+    grammar: bool = Field(
+        False,
+        description="The server is llama.cpp's `llama-server`, which honours a GBNF `grammar`: send Ask AI's "
+        "citation grammar with its requests. Other servers (vLLM, Ollama, OpenAI) may refuse the field: leave off.",
+    )
 
 
 class TransformersSettings(Group):
@@ -99,7 +104,7 @@ class TransformersSettings(Group):
 RENAMED: dict[str, str] = {
     **{name: f"llamacpp.{name}" for name in LlamaCppSettings.model_fields},
     **{f"groq_{name}": f"groq.{name}" for name in GroqSettings.model_fields},
-    **{f"openai_{name}": f"openai.{name}" for name in OpenAISettings.model_fields},
+    **{f"openai_{name}": f"openai.{name}" for name in OpenAISettings.model_fields if name != "grammar"},  # newer
     "hf_model_path": "transformers.model_path",
 }
 

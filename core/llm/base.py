@@ -42,6 +42,7 @@ class GenOptions(TypedDict, total=False):
     stop: Sequence[str] | None
     logprobs: int | None
     seed: int | None
+    grammar: str | None
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,9 @@ class GenParams:
     ``None`` in ``max_tokens``, ``temperature`` or ``seed`` means the value in
     ``LLMSettings`` (:meth:`resolved` fills them in). ``logprobs=k`` asks for the
     top-k alternatives of every token (``chat`` and ``complete``; a stream has none).
-    A ``seed`` left as ``None`` is not sent to a remote server.
+    A ``seed`` left as ``None`` is not sent to a remote server. ``grammar`` is a llama.cpp GBNF
+    grammar the reply must match (Ask AI's citations, :func:`core.answer.prompt.ask_grammar`); only
+    the ``llamacpp`` backend honours it, the others ignore it and send nothing for it.
     """
 
     max_tokens: int | None = None
@@ -59,6 +62,7 @@ class GenParams:
     stop: tuple[str, ...] = ()
     logprobs: int | None = None
     seed: int | None = None
+    grammar: str | None = None
 
     @classmethod
     def of(cls, params: GenParams | None = None, **options: Unpack[GenOptions]) -> GenParams:

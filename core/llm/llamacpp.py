@@ -162,6 +162,8 @@ class LlamaCppLLM:
         }
         if gen.stop:
             request["stop"] = list(gen.stop)
+        if gen.grammar:  # llama.cpp samples only tokens the GBNF grammar allows
+            request["grammar"] = gen.grammar
         return request
 
     def _run(self, chat: bool, request: dict[str, Any], on_chunk: Callable[[dict[str, Any]], bool]) -> None:

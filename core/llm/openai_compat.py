@@ -3,15 +3,17 @@
 Set ``llm.openai.base_url`` (including ``/v1``) and ``llm.openai.model``. The API
 key is optional: local servers accept any string, so a placeholder is sent when
 the variable named by ``llm.openai.api_key_env`` is unset. Chat log-probabilities
-use ``logprobs=true, top_logprobs=k``; raw completions use ``logprobs=k``.
+use ``logprobs=true, top_logprobs=k``; raw completions use ``logprobs=k``. A GBNF
+``grammar`` (Ask AI's citations) is sent only with ``llm.openai.grammar`` on (a ``llama-server``).
 """
 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from core.errors import ConfigError
+from core.llm.base import GenParams
 from core.llm.remote import OpenAIWireLLM
 from core.privacy.egress import Egress
 
@@ -38,3 +40,9 @@ class OpenAICompatLLM(OpenAIWireLLM):
             api_key=key, base_url=settings.openai.base_url, timeout=settings.timeout_s, max_retries=0
         )
         super().__init__(client, openai, settings.openai.model, settings, egress)
+
+    def _params(self, gen: GenParams) -> dict[str, Any]:
+        params = super()._params(gen)
+        if gen.grammar and self.settings.openai.grammar:  # llama.cpp's llama-server samples within the grammar
+            params["extra_body"] = {"grammar": gen.grammar}
+        return params
