@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import streamlit as st
 
 from core.errors import CasebookError
+from pages._mydocs_identity import FLASH, identity_form
 from pages._shared import feature_limit, show_error
 from pages._text import inert
 
@@ -14,7 +15,7 @@ if TYPE_CHECKING:
     from core.auth import CurrentUser
     from core.kb.spaces import DocumentSpaces
 
-_FLASH = "mydocs:flash"
+_FLASH = FLASH  # one flash list for the page and its identity form
 _ROUND = "mydocs:round"
 
 
@@ -133,8 +134,9 @@ def _listing(settings: str, owner: str) -> None:
     if not docs:
         st.info("You have no documents yet. Add one above; it will be searched with the curated guidelines.")
         return
-    rows = [{"Title": d.title, "File": d.file_name, "Space": "Shared" if d.shared else "Mine",
-             "Passages": d.n_chunks, "Instruction-like text kept out": d.flagged} for d in docs]  # fmt: skip
+    rows = [{"Title": d.title, "Issuer": d.issuer or "", "Year": str(d.year or ""), "File": d.file_name,
+             "Space": "Shared" if d.shared else "Mine", "Passages": d.n_chunks,
+             "Instruction-like text kept out": d.flagged} for d in docs]  # fmt: skip (a table shows plain text)
     st.dataframe(rows, hide_index=True)
     labels = {f"{d.title} ({'shared' if d.shared else 'mine'})": d for d in docs}
     col_pick, col_delete, col_again, col_share = st.columns([3, 1, 1, 1], vertical_alignment="bottom")
@@ -158,6 +160,8 @@ def _listing(settings: str, owner: str) -> None:
             return
         st.session_state[_FLASH] = [("ok", f"Deleted {doc.title}.")]
         st.rerun()
+    if picked:
+        identity_form(spaces, owner, labels[picked])
     if col_again.button("Re-ingest mine", key="mydocs-reingest", help="Read your kept files again (after an update)."):
         from core.progress import Eta
 

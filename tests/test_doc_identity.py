@@ -138,3 +138,29 @@ def test_another_doctor_and_a_shared_copy_are_refused(rt: Runtime) -> None:
         outcomes = s.scalars(select(AuditLog.outcome).where(AuditLog.action == "doc.identity")).all()
     assert list(outcomes) == ["refused", "refused"]
     assert json.dumps(read_provenance(spaces.files_root / "user")).count("identity") == 0
+
+
+@pytest.mark.parametrize("rt", ["sqlite"], indirect=True)
+def test_the_my_documents_form_shows_refuses_and_saves(rt: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.test_app_support import page, texts, use_root, user_of
+
+    use_root(rt.settings.paths.resolve(rt.settings.paths.data_dir).parent, monkeypatch)
+    monkeypatch.setenv("CASEBOOK_KB__PROGRESS", "false")
+    doc_id = _doc(DocumentSpaces(rt.kb))[3]
+    at = page("guideline_qa", user_of(rt, "dr.chen")).run()
+    assert not at.exception, at.exception
+    table = at.dataframe[0].value
+    assert list(table.loc[0, ["Title", "Issuer", "Year"]]) == ["Test Hypertension Guideline", "Test Society", "2023"]
+    assert at.text_input(key=f"mydocs-year-{doc_id}").value == "2023"
+
+    at.text_input(key=f"mydocs-title-{doc_id}").input("<script>alert(1)</script>")
+    at = next(b for b in at.button if b.label == "Save correction").click().run()
+    assert "The correction was not saved" in texts(at) and "markup" in texts(at)
+    assert _doc(DocumentSpaces(rt.kb))[0] == "Test Hypertension Guideline"  # nothing changed
+
+    at.text_input(key=f"mydocs-title-{doc_id}").input("Hypertension *in* adults")
+    at.text_input(key=f"mydocs-year-{doc_id}").input("2024")
+    at = next(b for b in at.button if b.label == "Save correction").click().run()
+    assert not at.exception, at.exception
+    assert at.success and "Hypertension \\*in\\* adults" in at.success[0].value  # typed text is rendered inert
+    assert list(at.dataframe[0].value.loc[0, ["Title", "Year"]]) == ["Hypertension *in* adults", "2024"]
