@@ -139,6 +139,18 @@ def test_another_doctor_and_a_shared_copy_are_refused(rt: Runtime) -> None:
     assert list(outcomes) == ["refused", "refused"]
     assert json.dumps(read_provenance(spaces.files_root / "user")).count("identity") == 0
 
+    # the way to correct a shared document: the owner's own copy, then a share request a second doctor approves
+    correct_identity(spaces, rt.db, "u1", doc_id, ("Hypertension in adults", "Ward Society", "2024"))
+    assert [d.title for d in spaces.documents("u2")] == ["Test Hypertension Guideline"]  # shared copy unchanged
+    rid = sharing.request("u1", doc_id)
+    assert next(r for r in sharing.pending() if r["id"] == rid)["title"] == "Hypertension in adults"  # approver sees it
+    correct_identity(spaces, rt.db, "u1", doc_id, ("Changed after the request", "", ""))  # not what was approved
+    sharing.approve("u2", rid)
+    shared = next(d for d in spaces.documents("u2") if d.shared)
+    assert (shared.title, shared.issuer, shared.year) == ("Hypertension in adults", "Ward Society", 2024)
+    spaces.reingest("u2", shared=True)  # the shared space keeps the approved identity when re-read
+    assert next(d for d in spaces.documents("u2") if d.shared).title == "Hypertension in adults"
+
 
 @pytest.mark.parametrize("rt", ["sqlite"], indirect=True)
 def test_the_my_documents_form_shows_refuses_and_saves(rt: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,7 +7,8 @@ Ingestion reads a document's identity from its metadata and first pages
   ``space_of(owner)``, so another doctor's document is "not in your documents". A document in
   the shared space is refused (:class:`AccessDeniedError`): it entered every doctor's answers
   through a second doctor's approval (core.kb.sharing), and a correction must not skip that. The
-  owner corrects their own copy and asks to share it again; the approval re-reads the kept original.
+  owner corrects their own copy and asks to share it again; the request records that identity and
+  the approval applies it (a later change to the copy waits for its own approval).
 * **What.** :func:`validate` refuses an empty title, one over 200 characters, markup or control
   characters, an issuer over 200 characters and a year that is not four digits (1900-2099) or
   empty, with a :class:`InvalidInputError` naming the field; nothing is written then.

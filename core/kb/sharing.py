@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from core import audit as audit_events
 from core.errors import AccessDeniedError, InvalidInputError, NotFoundError
-from core.kb.provenance import SHARED_SPACE
+from core.kb.provenance import SHARED_SPACE, read_provenance
 
 if TYPE_CHECKING:
     from core.kb.index.ingest import IngestReport
@@ -48,8 +48,10 @@ class Sharing:
         sha = next(d[3] for d in self.spaces.kb.index(space).store.docs() if d[0] == doc_id)
         rid = uuid.uuid4().hex[:12]
         self.folder.mkdir(parents=True, exist_ok=True)
+        # the identity the owner corrected (core.kb.docidentity) as of this request: what the approver sees
+        identity = read_provenance(self.spaces.files_root / space).get(doc_id, {}).get("identity")
         entry = {"id": rid, "owner": owner, "space": space, "doc_id": doc_id, "sha": str(sha)[:16],
-                 "title": docs[doc_id].title, "requested_at": time.time()}  # fmt: skip
+                 "title": docs[doc_id].title, "requested_at": time.time(), "identity": identity}  # fmt: skip
         (self.folder / f"{rid}.json").write_text(json.dumps(entry))
         self._audit(audit_events.SHARE_REQUEST, owner, rid, doc=doc_id)
         return rid
@@ -117,7 +119,8 @@ class Sharing:
         shutil.copyfile(originals[0], kept)
         report = IngestReport(kb=SHARED_SPACE)
         self.spaces.ingest_named(SHARED_SPACE, self.spaces.kind_of(kept), [(kept, kept.name)], report,
-                                 uploader=entry["owner"], approved_by=approver)  # fmt: skip
+                                 uploader=entry["owner"], approved_by=approver,
+                                 identities={entry["doc_id"]: entry["identity"]} if entry.get("identity") else None)  # fmt: skip
         (self.folder / f"{rid}.json").unlink(missing_ok=True)
         self._audit(audit_events.SHARE_APPROVE, approver, rid, doc=entry["doc_id"], requester=entry["owner"], docs=len(report.docs))
         return report.docs

@@ -24,7 +24,7 @@ import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from core.errors import AccessDeniedError, InvalidInputError, NotFoundError
 from core.kb.docidentity import with_identity
@@ -156,11 +156,13 @@ class DocumentSpaces:
         uploader: str | None = None,
         approved_by: str | None = None,
         progress: StageProgress | None = None,
+        identities: dict[str, dict[str, Any]] | None = None,
     ) -> None:
         """Parse ``(path, name shown)`` files of ``kind`` into KB ``space``; sources are stored as the shown names.
 
         Instruction-like sentences are kept out of the indexed text and counted; who uploaded (and, for
         the shared space, who approved) is recorded in the space's provenance (core.kb.provenance).
+        ``identities`` (doc id -> corrected title, issuer, year) is applied and kept (core.kb.docidentity).
         """
         shown = {str(p): name for p, name in items}
         docs, errors = parse_files(
@@ -170,10 +172,12 @@ class DocumentSpaces:
                           for e in errors]  # fmt: skip
         docs = [_renamed(d, shown) for d in docs]
         flags = {d.doc_id: _without_instructions(d) for d in docs}
-        docs = [flags[d.doc_id][0] for d in docs]
+        ids = identities or {}
+        docs = [with_identity(flags[d.doc_id][0], ids.get(d.doc_id)) for d in docs]
         for d in docs:
+            kept = {"identity": ids[d.doc_id]} if ids.get(d.doc_id) else {}
             write_provenance(self.files_root / space, d.doc_id, uploader=uploader, approved_by=approved_by,
-                             flagged=flags[d.doc_id][1])  # fmt: skip
+                             flagged=flags[d.doc_id][1], **kept)  # fmt: skip
             if flags[d.doc_id][1]:
                 report.flagged.append(
                     f"{d.source}: {flags[d.doc_id][1]} instruction-like sentence(s) kept out of answers"
