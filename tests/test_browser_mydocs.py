@@ -60,6 +60,8 @@ Patients may go home before the smears turn negative when nobody in the househol
 immunocompromised and a treatment supporter has been named.
 """
 
+CORRECTED = "Riverside Demo Hospital TB Isolation Protocol, 2nd revision"  # contains the original title
+
 
 @pytest.fixture()
 def kb_app(demo_kb_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ServedApp]:
@@ -133,7 +135,16 @@ def test_a_doctor_uploads_a_document_sees_it_by_title_and_an_answer_cites_it(
         page.screenshot(path=str(ARTIFACTS / "13-my-documents.png"))
         assert "/tmp" not in page.content() and "casebook-upload" not in page.content()
 
+        # issue 24 item 5: the doctor sees the title, issuer and year read from the file and corrects the title
+        page.get_by_text("Title, issuer and year").click()
+        expect(page.get_by_role("textbox", name="Issuer")).to_have_value("Riverside Demo Hospital (fictional)")
+        page.get_by_role("textbox", name="Title").fill(CORRECTED)
+        page.get_by_role("button", name="Save correction").click()
+        expect(page.get_by_text("Answers now cite the corrected title")).to_be_visible()
+        page.screenshot(path=str(ARTIFACTS / "13b-my-documents-corrected.png"))
+
         _ask_my_documents(page, "14-answer-from-my-document.png")
+        expect(page.get_by_text("2nd revision", exact=False).first).to_be_visible()  # the bullet cites the correction
 
         # `make run`: `core setup` rebuilds the stale demo KBs (its step core.kb:ensure_demo_kb), the app restarts
         old = _make_demo_stale(root, "guidelines")
@@ -157,8 +168,8 @@ def test_a_doctor_uploads_a_document_sees_it_by_title_and_an_answer_cites_it(
         chen = s.scalars(select(User).where(User.username == "dr.chen")).one()
     docs = DocumentSpaces(KnowledgeBase(settings)).documents(owner_key(chen.id))
     assert [(d.title, d.file_name, d.shared) for d in docs] == [
-        ("Riverside Demo Hospital TB Isolation Protocol", "riverside_isolation.md", False)
-    ]
+        (CORRECTED, "riverside_isolation.md", False)
+    ]  # the corrected title survived the demo rebuild and the restart
     with rt.db.read_only() as s:
         rows = s.scalars(select(AuditLog).where(AuditLog.action == UPLOAD)).all()
     assert [(r.actor_id, r.scan_ref, r.outcome, r.detail["docs"]) for r in rows] == [
