@@ -201,7 +201,11 @@ def writable_runtime(
     rt = pg_runtime(cluster, tpl, root, suffix, **overrides)
     # dropped when the requesting test or fixture ends, not at the end of the session: a whole run
     # would otherwise hold one ~65 MB clone per writer test
-    request.addfinalizer(lambda: (rt.db.dispose(), cluster.drop(f"{cluster.prefix}_{suffix}")))
+    def drop() -> None:
+        rt.db.dispose()
+        cluster.drop(f"{cluster.prefix}_{suffix}")
+
+    request.addfinalizer(drop)
     return rt
 
 
