@@ -26,16 +26,15 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from core import audit as audit_events
 from core.errors import AccessDeniedError, InvalidInputError, NotFoundError
+from core.kb.docrecord import Identity, with_identity
 from core.kb.provenance import read_provenance, write_provenance
 
 if TYPE_CHECKING:
     from core.kb.spaces import DocumentSpaces
-    from core.kb.types import Document
     from core.store.db import Database
 
 __all__ = ["MAX_CHARS", "Identity", "correct_identity", "validate", "with_identity"]
@@ -43,19 +42,6 @@ __all__ = ["MAX_CHARS", "Identity", "correct_identity", "validate", "with_identi
 MAX_CHARS = 200
 _MARKUP = re.compile(r"<\s*[/!?a-zA-Z]|[\x00-\x1f\x7f]")  # a tag, a comment or a control character
 _YEAR = re.compile(r"(19|20)\d\d")
-
-
-@dataclass(frozen=True)
-class Identity:
-    """What a bullet names a document by: title, issuer (``organisation`` on chunks) and year."""
-
-    title: str
-    issuer: str | None = None
-    year: int | None = None
-
-    def fields(self) -> dict[str, Any]:
-        """The chunk fields this identity sets."""
-        return {"title": self.title, "organisation": self.issuer, "year": self.year}
 
 
 def _text(label: str, value: str, required: bool) -> str | None:
@@ -83,15 +69,6 @@ def validate(title: str, issuer: str = "", year: str = "") -> Identity:
     return Identity(
         _text("title", title, True) or "", _text("issuer", issuer, False), int(clean_year) if clean_year else None
     )
-
-
-def with_identity(doc: Document, record: dict[str, Any] | None) -> Document:
-    """``doc`` with a stored correction (``provenance.json``'s ``identity``) applied to it and its chunks."""
-    if not record or not record.get("title"):
-        return doc
-    ident = Identity(str(record["title"]), record.get("issuer"), record.get("year"))
-    chunks = [replace(c, **ident.fields()) for c in doc.chunks]
-    return type(doc)(doc.doc_id, doc.source, ident.title, doc.sha256, chunks, doc.names)
 
 
 def correct_identity(

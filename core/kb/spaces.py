@@ -27,7 +27,7 @@ from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
 from core.errors import AccessDeniedError, InvalidInputError, NotFoundError
-from core.kb.docidentity import with_identity
+from core.kb.docrecord import with_identity
 from core.kb.index.builder import kb_link
 from core.kb.index.ingest import IngestReport, apply_update, parse_files, upload_suffixes
 from core.kb.provenance import instruction_sentences, read_provenance, write_provenance
