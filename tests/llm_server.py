@@ -14,7 +14,9 @@ chat shape (``logprobs.content``) or, for plain completions, the legacy shape
 Faults, each consumed by the next request (``times`` requests in a row):
 ``fail_status(401)``, ``fail_status(429, headers={"Retry-After": "7"})``,
 ``fail_status(503)``, ``fail_malformed()``, ``fail_slow(delay_s)``,
-``fail_cut(after_chunks)`` (a stream, or a body, cut midway).
+``fail_drip(seconds)`` (a whole reply written a few bytes every 0.1 s over ``seconds``: every read
+of the client gets something long before its per-read timeout, so only a wall-time deadline
+ends the call), ``fail_cut(after_chunks)`` (a stream, or a body, cut midway).
 
 Slow streams: ``server.token_delay_s`` waits before every streamed token (a model
 writing on a busy machine); ``server.streamed`` counts the tokens each stream sent
@@ -160,6 +162,11 @@ class FakeLLMServer:
         """Wait ``delay_s`` before answering (past the client's timeout); ``after``: that many requests first answer at once."""
         self._push(Fault("none"), after)
         self._push(Fault("slow", delay_s=delay_s), times)
+
+    def fail_drip(self, seconds: float, times: int = 1, after: int = 0) -> None:
+        """Write the next reply's body a few bytes every 0.1 s over ``seconds``; ``after`` as in :meth:`fail_slow`."""
+        self._push(Fault("none"), after)
+        self._push(Fault("drip", delay_s=seconds), times)
 
     def fail_cut(self, after_chunks: int = 2, times: int = 1) -> None:
         """Close the connection after ``after_chunks`` stream events (or half a body)."""
@@ -330,7 +337,24 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(data[: len(data) // 2])
             self._abort()
             return
+        if fault and fault.kind == "drip":
+            self._drip(json.dumps(payload).encode(), fault.delay_s)
+            return
         self._json(200, payload)
+
+    def _drip(self, data: bytes, seconds: float) -> None:
+        """A 200 reply whose body arrives a few bytes every 0.1 s, spread over ``seconds``."""
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.flush()
+        pieces = max(1, min(len(data), round(seconds / 0.1)))
+        step = -(-len(data) // pieces)
+        for start in range(0, len(data), step):
+            time.sleep(seconds / pieces)
+            self.wfile.write(data[start : start + step])
+            self.wfile.flush()
 
     def _chunk(self, data: bytes) -> None:
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")

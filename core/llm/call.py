@@ -1,15 +1,16 @@
 """One model call under a :class:`~core.llm.budget.CancelToken`, ending at its budget in wall time.
 
-Ask AI, report drafts and the other features read the model through these two functions
+Ask AI, report drafts and the other features read the model through these functions
 instead of each holding a thread of its own:
 
 - :func:`stream_call` streams the reply as events: a ``delta`` for each piece of text, a
   ``tick`` at least every ``tick_s`` whatever the model is doing (reading a long prompt on a
   loaded machine sends nothing for many seconds), and one ``end`` with the whole text and why
   it stopped early, if it did.
-- :func:`chat_call` waits for a whole reply.
+- :func:`chat_call` and :func:`complete_call` wait for a whole reply; :func:`run_call` for any
+  work that calls a model (Self-RAG's in-process reflection model).
 
-Both return at the token's deadline (or at once on Cancel) even when the backend is still
+All return at the token's deadline (or at once on Cancel) even when the backend is still
 busy: the backend runs in a daemon worker thread and stops itself between two tokens when it
 reads the token, so nothing waits for it. A budget therefore holds in wall time, prompt
 processing included; an HTTP backend that has not answered yet is left to its own timeout.
@@ -17,19 +18,23 @@ processing included; an HTTP backend that has not answered yet is left to its ow
 
 from __future__ import annotations
 
+import contextvars
 import queue
 import threading
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Unpack
+from typing import TYPE_CHECKING, Literal, TypeVar, Unpack
 
 from core.errors import BackendCancelledError, BackendTimeoutError
+from core.llm.budget import current_token
 
 if TYPE_CHECKING:
     from core.llm.base import LLM, Completion, GenOptions, Message
     from core.llm.budget import CancelToken
 
-__all__ = ["CallEvent", "chat_call", "stream_call"]
+__all__ = ["CallEvent", "chat_call", "complete_call", "run_call", "stream_call"]
+
+T = TypeVar("T")
 
 _DONE = object()
 
@@ -109,29 +114,54 @@ def stream_call(
             token.cancel()  # closed early, or stopped while the backend was busy: it stops between two tokens
 
 
-def chat_call(
-    llm: LLM, messages: Sequence[Message], token: CancelToken, **options: Unpack[GenOptions]
-) -> Completion:
-    """``llm``'s whole reply under ``token``; :class:`BackendTimeoutError` at the deadline, whatever the backend does."""
+def run_call(work: Callable[[], T], token: CancelToken | None = None) -> T:
+    """``work()`` under ``token``, returning at its deadline (or at once on Cancel) whatever ``work`` is doing.
+
+    ``work`` runs in a daemon worker thread, in a copy of the caller's context with ``token``
+    active, so a backend inside it reads the token and stops itself between two tokens at the
+    same deadline; the caller does not wait for that. At the deadline :class:`BackendTimeoutError`
+    is raised (:class:`BackendCancelledError` on Cancel). The token is not cancelled here: several
+    calls may share it (a Self-RAG stage judging documents concurrently), and each must end as a
+    timeout, not as a Cancel. ``token=None`` takes the token active in this context (a Self-RAG
+    stage's); with none, ``work`` runs here.
+    """
+    token = token if token is not None else current_token()
+    if token is None:
+        return work()
     box: dict[str, object] = {}
     done = threading.Event()
 
-    def work() -> None:
+    def worker() -> None:
         try:
-            box["reply"] = token.bind(llm).chat(messages, **options)
+            with token.active():
+                box["reply"] = work()
         except BaseException as exc:  # handed to the caller
             box["error"] = exc
         finally:
             done.set()
 
-    threading.Thread(target=work, name="model-call", daemon=True).start()
+    context = contextvars.copy_context()
+    threading.Thread(target=context.run, args=(worker,), name="model-call", daemon=True).start()
     while not done.wait(timeout=_slice(token)):
         if (stop := _stopped(token)) is not None:
-            token.cancel()
             raise stop
     if "error" in box:
         raise box["error"]  # type: ignore[misc]
     return box["reply"]  # type: ignore[return-value]
+
+
+def chat_call(
+    llm: LLM, messages: Sequence[Message], token: CancelToken | None = None, **options: Unpack[GenOptions]
+) -> Completion:
+    """``llm``'s whole reply under ``token`` (:func:`run_call`); :class:`BackendTimeoutError` at the deadline."""
+    return run_call(lambda: llm.chat(messages, **options), token)
+
+
+def complete_call(
+    llm: LLM, prompt: str, token: CancelToken | None = None, **options: Unpack[GenOptions]
+) -> Completion:
+    """``llm``'s continuation of a raw ``prompt`` under ``token`` (:func:`run_call`), as :func:`chat_call`."""
+    return run_call(lambda: llm.complete(prompt, **options), token)
 
 
 def _slice(token: CancelToken) -> float:
