@@ -17,6 +17,7 @@ de-identified there.
 from __future__ import annotations
 
 import email.utils
+import functools
 import importlib
 import logging
 import time
@@ -64,8 +65,13 @@ def parse_retry_after(headers: Mapping[str, str]) -> float:
         return max(0.0, when.timestamp() - time.time()) if when else _RETRY_AFTER_DEFAULT_S
 
 
+@functools.cache
 def _http_errors() -> tuple[tuple[type[Exception], ...], tuple[type[Exception], ...]]:
-    """Timeout and transport exception classes of httpx and httpx2 (the openai SDK uses the fork)."""
+    """Timeout and transport exception classes of httpx and httpx2 (the openai SDK uses the fork).
+
+    Read once, when a backend is built: imported lazily by a call abandoned at its deadline, httpx was
+    half-initialised in ``sys.modules`` while the next call's SDK looked it up (AttributeError).
+    """
     timeouts: list[type[Exception]] = []
     transport: list[type[Exception]] = []
     for name in ("httpx", "httpx2"):
@@ -128,6 +134,7 @@ class OpenAIWireLLM:
         self.settings = settings
         self.egress = egress or Egress()
         self.egress.warm()  # the de-identifier's one-off build, outside any call's budget (issue 27)
+        _http_errors()  # httpx's import too, never inside a call another thread may be abandoning
 
     def _retrying(self, call: Callable[[], T]) -> T:
         s = self.settings
