@@ -12,6 +12,10 @@ A :class:`Critic` returns ``{label: logprob}`` maps keyed by reflection tokens;
   one-token completions at the positions listed in :mod:`core.selfrag.prompts`.
 * :class:`core.selfrag.native.NativeCritic`: the same model through transformers,
   in batched forward passes (the fast path).
+
+Every call runs through :mod:`core.llm.call` under the token the pipeline's stage made active,
+so it returns when the stage's time is up, in wall time, even while the backend is still
+reading a long prompt (:class:`~core.errors.BackendTimeoutError`, which the stage handles).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from core.llm.call import chat_call, complete_call
 from core.selfrag import prompts
 from core.selfrag.scoring import log_add_exp
 from core.selfrag.tokens import (
@@ -145,7 +150,7 @@ class JudgeCritic:
             {"role": "system", "content": prompts.JUDGE_SYSTEM},  # measured: separates relevant from off-topic
             {"role": "user", "content": prompt},
         ]
-        reply = self.llm.chat(messages, max_tokens=1, temperature=0.0, logprobs=self.settings.logprobs_top_k)
+        reply = chat_call(self.llm, messages, max_tokens=1, temperature=0.0, logprobs=self.settings.logprobs_top_k)
         return first_token_labels(_first_top(reply), mapping)
 
     def _doc(self, document: Passage) -> str:
@@ -166,7 +171,7 @@ class JudgeCritic:
             {"role": "system", "content": prompts.JUDGE_SYSTEM},
             {"role": "user", "content": prompts.JUDGE_COMBINED.format(question=query, document=self._doc(doc))},
         ]
-        reply = self.llm.chat(messages, max_tokens=8, temperature=0.0, logprobs=self.settings.logprobs_top_k)
+        reply = chat_call(self.llm, messages, max_tokens=8, temperature=0.0, logprobs=self.settings.logprobs_top_k)
         rel, sup, use = labels_in_order(reply, (_YES_NO_RELEVANCE, _SUPPORT_DIGITS, _UTILITY_DIGITS))
         return CriticReading(relevance=rel, support=sup, utility=use)
 
@@ -202,7 +207,7 @@ class LLMReflectionCritic:
         self.settings = settings
 
     def _next(self, prompt: str) -> dict[str, float]:
-        reply = self.llm.complete(prompt, max_tokens=1, temperature=0.0, logprobs=self.settings.logprobs_top_k)
+        reply = complete_call(self.llm, prompt, max_tokens=1, temperature=0.0, logprobs=self.settings.logprobs_top_k)
         top = _first_top(reply)
         return {t.strip(): lp for t, lp in top.items() if not math.isnan(lp)}
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from core.llm.budget import CancelToken, current_token
+from core.llm.call import chat_call, complete_call
 
 if TYPE_CHECKING:
-    from core.llm.base import LLM
+    from core.llm.base import LLM, Message
 
 __all__ = ["Generator", "LLMGenerator"]
 
@@ -37,18 +38,22 @@ class LLMGenerator:
         self.llm = llm
         self.chat = chat
         self.model = f"{llm.backend}:{llm.model}"
-        self.budget_s = budget_s  # per call (llm.budget_selfrag_s): the backend stops there itself
+        self.budget_s = budget_s  # per call (llm.budget_selfrag_s)
 
     def generate(self, prompt: str, max_tokens: int, temperature: float) -> str:
-        """One completion; backend errors propagate (the pipeline records them as an abstention)."""
+        """One completion, returned by the call's deadline in wall time (:mod:`core.llm.call`).
+
+        The deadline is the smaller of ``budget_s`` and what the stage's token has left; past it
+        :class:`~core.errors.BackendTimeoutError`, which the pipeline handles; other backend errors
+        propagate too (the pipeline records them as an abstention).
+        """
         budget = self.budget_s
         outer = current_token()  # the stage's token: this call holds at most what the stage has left
         left = outer.remaining() if outer is not None else None
         if left is not None:
             budget = left if budget is None else min(budget, left)
-        llm = CancelToken(budget).bind(self.llm) if budget is not None else self.llm
+        token = CancelToken(budget) if budget is not None else None
         if self.chat:
-            reply = llm.chat([{"role": "user", "content": prompt}], max_tokens=max_tokens, temperature=temperature)
-        else:
-            reply = llm.complete(prompt, max_tokens=max_tokens, temperature=temperature)
-        return reply.text
+            messages: list[Message] = [{"role": "user", "content": prompt}]
+            return chat_call(self.llm, messages, token, max_tokens=max_tokens, temperature=temperature).text
+        return complete_call(self.llm, prompt, token, max_tokens=max_tokens, temperature=temperature).text

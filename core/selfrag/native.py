@@ -1,22 +1,21 @@
 """A model trained with reflection tokens (Self-BioRAG 7B and alike), read directly through transformers.
 
-The reflection tokens are added special tokens of such a model, so each one is
-a single vocabulary id and its log-probability is read from the full
-next-token distribution (``log_softmax`` of the logits) at the positions
-listed in :mod:`core.selfrag.prompts`.
+The reflection tokens are added special tokens of such a model, so each one is a single vocabulary id and
+its log-probability is read from the full next-token distribution (``log_softmax`` of the logits) at the
+positions listed in :mod:`core.selfrag.prompts`.
 
 Batched critic (:meth:`ReflectionModel.read_documents`): the shared prefix
-``### Instruction:\\n{q}\\n\\n### Response:\\n[Retrieval]<paragraph>`` runs
-once; its KV cache is repeated over a batch of documents; one forward pass over
-``{doc}</paragraph>[Relevant][Fully supported]`` (right-padded) gives relevance
-(logits after ``</paragraph>``), support (after ``[Relevant]``) and utility
-(after ``[Fully supported]``) for every document. The reference code instead
-generates 20 tokens per document (:meth:`ReflectionModel.read_documents_by_generation`,
-kept as the measured baseline).
+``### Instruction:\\n{q}\\n\\n### Response:\\n[Retrieval]<paragraph>`` runs once; its KV cache is repeated
+over a batch of documents; one forward pass over ``{doc}</paragraph>[Relevant][Fully supported]``
+(right-padded) gives relevance (logits after ``</paragraph>``), support (after ``[Relevant]``) and utility
+(after ``[Fully supported]``) for every document. The reference code instead generates 20 tokens per
+document (:meth:`ReflectionModel.read_documents_by_generation`, kept as the measured baseline).
 
-The model and every tensor built here live on ``selfrag.native_device`` in
-``selfrag.native_dtype`` (:func:`resolve_device`); log-softmax runs in float32
-and the label columns come back to the host in one transfer per pass.
+Every critic call and generation runs through :func:`core.llm.call.run_call`: it returns when the stage's
+time is up, in wall time (a forward pass under way finishes unwatched; generation stops between tokens).
+
+The model and every tensor live on ``selfrag.native_device`` in ``selfrag.native_dtype`` (:func:`resolve_device`);
+log-softmax runs in float32 and the label columns come back to the host in one transfer per pass.
 """
 
 from __future__ import annotations
@@ -27,6 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.errors import ConfigError
+from core.llm.budget import current_token
+from core.llm.call import run_call
 from core.selfrag import prompts
 from core.selfrag.tokens import (
     FULLY_SUPPORTED,
@@ -59,9 +60,8 @@ _GROUPS: dict[str, tuple[str, ...]] = {
 def resolve_device(torch: Any, name: str) -> Any:
     """The ``torch.device`` that ``selfrag.native_device`` names.
 
-    ``auto`` is the first CUDA GPU when torch sees one, else the CPU; ``cuda``
-    or ``cuda:N`` without such a GPU is a :class:`ConfigError`, never a silent
-    fall-back to a CPU run that would be tens of times slower.
+    ``auto`` is the first CUDA GPU when torch sees one, else the CPU; ``cuda`` or ``cuda:N`` without such a
+    GPU is a :class:`ConfigError`, never a silent fall-back to a CPU run that would be tens of times slower.
     """
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -84,8 +84,7 @@ def resolve_device(torch: Any, name: str) -> Any:
 class ReflectionModel:
     """A local causal LM with reflection tokens in its vocabulary (``local_files_only``; never downloads).
 
-    The device and dtype are fixed at construction (``selfrag.native_device``,
-    ``selfrag.native_dtype``); the other settings may be swapped later.
+    Device and dtype (``selfrag.native_device``, ``native_dtype``) are fixed at construction; the rest may change.
     """
 
     def __init__(self, model_dir: Path, settings: SelfRagSettings, seed: int) -> None:
@@ -145,8 +144,7 @@ class ReflectionModel:
         return [] if bos is None else [int(bos)]
 
     def _pad_id(self) -> int:
-        tok = self.tokenizer
-        return int(tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0))
+        return int(next((i for i in (self.tokenizer.pad_token_id, self.tokenizer.eos_token_id) if i is not None), 0))
 
     def _tensor(self, rows: Any) -> Any:
         return self.torch.tensor(rows, device=self.device)
@@ -262,16 +260,19 @@ class ReflectionModel:
 
     def generate(self, prompt: str, max_tokens: int, temperature: float) -> str:
         """Continue ``prompt``; reflection tokens are kept in the text (post-processing removes them)."""
+        return run_call(lambda: self._generate(prompt, max_tokens, temperature))
+
+    def _generate(self, prompt: str, max_tokens: int, temperature: float) -> str:
         torch = self.torch
         ids = self._tensor([self._bos() + self.encode(prompt)])
         kwargs: dict[str, Any] = {"max_new_tokens": max_tokens, "do_sample": temperature > 0}
+        if (token := current_token()) is not None and (left := token.remaining()) is not None:
+            kwargs["max_time"] = max(0.0, left)  # the stage's time: stop between two tokens, as llama.cpp does
         if temperature > 0:
             kwargs["temperature"] = temperature
             torch.manual_seed(self.seed)
         with torch.no_grad():
-            out = self.lm.generate(
-                input_ids=ids, attention_mask=torch.ones_like(ids), pad_token_id=self._pad_id(), **kwargs
-            )
+            out = self.lm.generate(input_ids=ids, attention_mask=torch.ones_like(ids), pad_token_id=self._pad_id(), **kwargs)
         drop = set(self.tokenizer.all_special_ids) - set(self.ids.values())  # pad/eos go, reflection tokens stay
         new = [i for i in out[0, ids.shape[1] :].tolist() if i not in drop]
         return str(self.tokenizer.decode(new, skip_special_tokens=False))
@@ -288,12 +289,12 @@ class NativeCritic:
 
     def retrieval(self, query: str) -> dict[str, float]:
         """[Retrieval] / [No Retrieval] as the first response token."""
-        return self.model.next_logprobs(prompts.instruction_prompt(query), "retrieval")
+        return run_call(lambda: self.model.next_logprobs(prompts.instruction_prompt(query), "retrieval"))
 
     def documents(self, query: str, documents: Sequence[Passage]) -> list[CriticReading]:
         """Every document in batched forward passes over a shared prefix."""
-        return self.model.read_documents(query, documents)
+        return run_call(lambda: self.model.read_documents(query, documents))
 
     def utility(self, query: str, answer: str) -> dict[str, float]:
         """[Utility:i] as the next token after the answer."""
-        return self.model.next_logprobs(prompts.instruction_prompt(query) + answer, "utility")
+        return run_call(lambda: self.model.next_logprobs(prompts.instruction_prompt(query) + answer, "utility"))
