@@ -12,14 +12,17 @@ exists when a later stage runs out is kept. The key case runs again under a 2-pr
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from core.llm.base import LLM
 from core.llm.factory import make_llm
 from core.selfrag.factory import build_pipeline
+from core.selfrag.mcq import MCQItem, load_benchmark
 from core.selfrag.retrieval import KBRetriever, StaticRetriever
 from core.selfrag.types import Passage, SelfRagTrace
 from core.settings import Settings
@@ -82,9 +85,12 @@ def llm(server: FakeLLMServer, settings: Settings) -> LLM:
     return model
 
 
-def _ask(server: FakeLLMServer, settings: Settings, llm: LLM, at: str, how: str) -> tuple[SelfRagTrace, float]:
-    """One question with request ``AT[at]`` silent or dripping; the trace and its wall time."""
-    server.reply = "Yes 2 Amoxicillin"  # judge: relevant, support 2; answer: option B by its text
+def _ask(
+    server: FakeLLMServer, settings: Settings, llm: LLM, at: str, how: str, item: MCQItem | None = None
+) -> tuple[SelfRagTrace, float]:
+    """One question (``item``, else the pneumonia one) with request ``AT[at]`` silent or dripping; trace and wall time."""
+    answer = item.options[item.answer] if item else "Amoxicillin"
+    server.reply = f"Yes 2 {answer}"  # judge: relevant, support 2; answer: the right option by its text
     # "Yes" 0.9: relevance 0.95 (kept); "can you answer without looking up" yes, P(retrieve) 0.05 > 0.01;
     # the answer's utility reads the digit 2 (< utility_stop 4: one regeneration)
     server.token_probs = {"Yes": {"Yes": 0.9, "No": 0.05, "2": 0.05}, " 2": {" 2": 1.0}}
@@ -96,7 +102,7 @@ def _ask(server: FakeLLMServer, settings: Settings, llm: LLM, at: str, how: str)
         server.fail_drip(HANG, after=AT[at])
     pipeline = build_pipeline(settings, llm=llm, retriever=KBRetriever(StaticRetriever(DOCS), ["static"], "hybrid"))
     started = time.monotonic()
-    trace = pipeline.run(QUESTION, OPTIONS, mode="adaptive")
+    trace = pipeline.run(item.question if item else QUESTION, item.options if item else OPTIONS, mode="adaptive")
     took = time.monotonic() - started
     assert not server._faults, "the misbehaving request was never sent"
     return trace, took
@@ -144,3 +150,35 @@ def test_under_a_cpu_burner_the_budgets_hold_and_the_answer_is_kept(
         trace, took = _ask(server, settings, llm, at, "drip")
     _check_bounds(trace, took)
     assert trace.abstention is None and trace.letter == "B" and trace.best_iteration == 1
+
+
+MCQ = Path(__file__).parents[1] / "assets" / "mcq"
+
+
+@pytest.mark.slow  # 30 questions, each waiting out one stage budget: about 60 s on 2 busy cores
+def test_thirty_benchmark_questions_lose_none_to_a_single_stage_timeout(
+    server: FakeLLMServer, settings: Settings, llm: LLM
+) -> None:
+    """The 30 demo questions in the MIRAGE and Self-BioRAG formats, each with one request silent or dripping.
+
+    The stage is drawn from every one except the first generation (with no answer yet, its timeout is
+    the one honest abstention, checked above); the answer the model gave must survive it.
+    """
+    files = ("mcq_sample_mirage.json", "mcq_sample_selfbiorag.jsonl")
+    items = [item for name in files for group in load_benchmark(MCQ / name).values() for item in group]
+    assert len(items) == 30
+    rng = random.Random(27)
+    stages = [name for name in AT if name != "generation 1"]
+    lost, slowest, drawn = [], 0.0, set()
+    for item in items:
+        at, how = rng.choice(stages), rng.choice(["silent", "drip"])
+        drawn.add((at, how))
+        trace, took = _ask(server, settings, llm, at, how, item)
+        _check_bounds(trace, took)
+        slowest = max(slowest, took)
+        if trace.abstention is not None or trace.letter != item.answer:
+            lost.append((item.qid, at, how, trace.abstention, trace.letter))
+        assert len(trace.budget_notes) == 1, (item.qid, at, trace.budget_notes)  # the one slow stage, on record
+    assert lost == [], lost
+    assert {at for at, _ in drawn} == set(stages), drawn
+    print(f"30 questions, 0 lost, slowest {slowest:.1f} s against a bound of {3 * BUDGET + BOUND:g} s")
