@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import math
 import os
+import threading
+import time
 from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
 from core.config.selfrag import SelfRagSettings
-from core.errors import ConfigError
+from core.errors import BackendTimeoutError, ConfigError
+from core.llm.budget import CancelToken
 from core.selfrag import scoring
 from core.selfrag.native import NativeCritic, ReflectionModel, resolve_device
 from core.selfrag.pipeline import SelfRagPipeline
@@ -201,3 +204,33 @@ def test_native_pipeline_end_to_end(model: ReflectionModel, mode: str) -> None:
     # A random model writes noise: no letter is an abstention, never a default letter.
     assert (trace.letter is None) == (trace.abstention is not None)
     assert set(trace.seconds) >= {"query", "decision", "generation", "reflection"}
+
+
+def test_native_calls_return_at_the_stage_deadline_while_a_forward_pass_runs_on(model: ReflectionModel) -> None:
+    """Every native critic call and the native generation return at the stage token's deadline, in wall time.
+
+    A forward hook (torch's public API) holds each forward pass, as a 7B model on a loaded CPU would.
+    """
+    release = threading.Event()
+
+    def hold(*_: object) -> None:
+        release.wait(30.0)
+
+    handle = model.lm.base_model.register_forward_hook(hold)
+    critic = NativeCritic(model)
+    calls = {
+        "retrieval": lambda: critic.retrieval(QUESTION),
+        "documents": lambda: critic.documents(QUESTION, DOCS),
+        "utility": lambda: critic.utility(QUESTION, "B"),
+        "generation": lambda: model.generate("### Instruction:\nWhich drug?\n\n### Response:\n", 8, 0.0),
+    }
+    try:
+        for name, call in calls.items():
+            started = time.monotonic()
+            with CancelToken(0.5).active(), pytest.raises(BackendTimeoutError):
+                call()
+            assert time.monotonic() - started <= 0.5 + 2.0, name
+    finally:
+        handle.remove()
+        release.set()
+    assert set(critic.retrieval(QUESTION)) == set(RETRIEVAL_TOKENS)  # no stage token: the call runs to its end
