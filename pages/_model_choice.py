@@ -1,4 +1,7 @@
-"""The choice a page offers when the local model cannot finish in time here (Ask AI and report drafts).
+"""The choice a page offers when the model is not started on its own (Ask AI and report drafts).
+
+Two reasons, both decided in core: the local model cannot finish in time here, or (Ask AI) its
+answers pass the output guard unchanged too rarely here (``ask.model_answers``).
 
 :func:`core.llm.plan.plan_call` decides; this renders. When a plan :attr:`~core.llm.plan.CallPlan.waits`,
 the page :meth:`ChoiceBox.hold` s it in the session and shows the box: the estimate, and
@@ -47,9 +50,8 @@ class ChoiceBox:
     note: str = ""  # said after "Not started: it would run out of time."
 
     def hold(self, plan: CallPlan, **extra: Any) -> None:
-        """Keep a waiting plan's estimate (and ``extra``, e.g. the question) until the doctor chooses."""
-        assert plan.estimate is not None, "only a plan with a local estimate waits"
-        held = {"message": plan.estimate.message(), "anyway_s": plan.estimate.run_anyway_s(), **extra}
+        """Keep a waiting plan's reason (and ``extra``, e.g. the question) until the doctor chooses."""
+        held = {"message": plan.wait_message(), "anyway": plan.anyway_label(), **extra}
         st.session_state[f"{self.state}:choice"] = held
 
     def held(self) -> dict[str, Any] | None:
@@ -72,16 +74,15 @@ class ChoiceBox:
         st.session_state[f"{self.state}:run"] = choice
 
     def show(self, rt: Runtime) -> None:
-        """The estimate and the three ways on, while a plan waits (nothing when none does)."""
+        """Why nothing started and the three ways on, while a plan waits (nothing when none does)."""
         held = self.held()
         if held is None:
             return
         w, i = self.widget, self.ident
         with st.container(border=True, key=f"{w}-choice-{i}"):
-            st.warning(f"Local model: {inert(held['message'])}. Not started: it would run out of time. {inert(self.note)}".strip(),
-                       icon="⏱️")  # fmt: skip
+            st.warning(f"{inert(held['message'])} {inert(self.note)}".strip(), icon="⏱️")
             left, middle, right = st.columns(3)
-            left.button(f"Run anyway (up to {held['anyway_s']:.0f} s)", key=f"{w}-anyway-{i}",
+            left.button(str(held["anyway"]), key=f"{w}-anyway-{i}",
                         on_click=self._choose, args=("local",))  # fmt: skip
             remote = remote_backend(rt)
             middle.button(f"Use {inert(remote or 'a remote backend')}", key=f"{w}-remote-{i}", disabled=remote is None,

@@ -7,6 +7,7 @@ import json
 import streamlit as st
 
 from core.errors import CasebookError
+from core.llm.acceptance import rate_rows
 from core.llm.budget import budget_rows, speed_line
 from pages._shared import get_runtime, require_user, show_error
 from pages._text import inert
@@ -33,6 +34,16 @@ st.caption(
     "it at once. The typical-call estimate (600-token prompt, 128-token answer) comes from the local model's own "
     "speed measured on this machine (every call counts, also one cut at its budget or cancelled; kept across "
     "restarts); it is empty until the model has run once."
+)
+
+st.subheader("Ask AI model answers that pass the grounding check")
+a = s.ask
+st.dataframe(rate_rows(s), hide_index=True, width="stretch")
+st.caption(
+    f"`ask.model_answers` = {a.model_answers}. Under `auto`, Ask AI asks a model after its instant answer only while "
+    f"at least {a.min_guard_pass_rate:.0%} of its answers pass the output guard unchanged (from "
+    f"{a.min_guard_samples:d} judged answers on; fewer: it is asked). The figure pools our own measurement "
+    "(core/llm/models.json) with every answer judged on this machine; a doctor can always ask the model anyway."
 )
 
 st.subheader("Model files")

@@ -166,7 +166,10 @@ def test_settings_status_shows_backends_models_and_index(demo_env: Path, demo: R
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Language model"] == "extractive" and metrics["Cases"] == f"{demo.settings.demo.n_cases:,}"
     assert demo.case_search.index.version in texts(at)
-    assert len(at.dataframe) == 2  # the model time budgets, then the model file row with its sha256
+    assert len(at.dataframe) == 3  # the model time budgets, Ask AI's guard pass rates, the model file row
+    rates = at.dataframe[1].value  # the shipped model's measured rate (core/llm/models.json): instant only
+    assert list(rates["pass rate"]) == ["62%"] and list(rates["Ask AI under auto"]) == ["instant only"]
+    assert "`ask.model_answers` = auto" in texts(at)
     budgets = at.dataframe[0].value
     assert list(budgets["feature"]) == ["Ask AI", "Report drafts", "Guideline QA writer", "Self-RAG stage"]
     assert budgets["the model is stopped at (s)"][0] == min(demo.settings.ask.llm_budget_s, demo.settings.llm.timeout_s)

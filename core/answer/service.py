@@ -27,6 +27,7 @@ from core.answer.records import ANSWERED, CANCELLED, answer_status, audit, begin
 from core.cases.bundle import build_context_bundle
 from core.contracts import Abstention, AskAnswer, BundleResult, no_comparable_answer
 from core.errors import BackendCancelledError, BackendTimeoutError, CasebookError, InvalidInputError, NotFoundError
+from core.llm.acceptance import verdict_store
 from core.llm.base import LLM
 from core.llm.budget import CancelToken, feature_budget
 from core.llm.call import chat_call, stream_call
@@ -162,6 +163,17 @@ def _instant(rt: AskKit, scan_id: str, q: str) -> tuple[BundleResult, AskResult]
     return result, res
 
 
+def _judged(
+    rt: AskKit, result: BundleResult, text: str, instant: AskResult, started: float, llm: LLM | None = None
+) -> AskResult:
+    """The model's ``text`` through the guard; with ``llm``, its verdict is counted (:mod:`core.llm.acceptance`)."""
+    report = enforce(text, result, facts=instant.facts, **refusal_lists(rt))
+    if llm is not None:  # passed unchanged: kept whole, with a citation (bench/guard_bench.py counts the same)
+        passed = bool(report.kept and report.cited and not report.removed and not report.insufficient)
+        verdict_store(rt.settings).record(llm.backend, llm.model, passed)
+    return _from_guard(rt, result, report, instant, started)
+
+
 def _from_guard(
     rt: AskKit, result: BundleResult, report: GuardReport, instant: AskResult, started: float
 ) -> AskResult:
@@ -219,13 +231,18 @@ def _finish(
     )
 
 
-def _with_llm(rt: AskKit, result: BundleResult, instant: AskResult, q: str, llm: LLM, started: float) -> AskResult:
-    """The guarded LLM answer within the time budget, or the instant answer with the reason it stands."""
+def _with_llm(
+    rt: AskKit, result: BundleResult, instant: AskResult, q: str, llm: LLM, started: float, *, count: bool = True
+) -> AskResult:
+    """The guarded LLM answer within the time budget, or the instant answer with the reason it stands.
+
+    ``count``: the guard's verdict is counted for the model (not for read-only evaluation).
+    """
     messages = ask_messages(result, q, instant.answer.answer)
     try:  # returns at the budget in wall time; the backend itself stops between two tokens
         token = CancelToken(feature_budget(rt.settings, "ask"))
         completion = chat_call(llm, messages, token, grammar=ask_grammar(result))  # citations (llamacpp only)
-        return _from_guard(rt, result, enforce(completion.text, result, facts=instant.facts, **refusal_lists(rt)), instant, started)
+        return _judged(rt, result, completion.text, instant, started, llm if count else None)
     except BackendTimeoutError:
         return replace(instant, path="extractive", fallback="the model was slower than its time budget")
     except CasebookError as exc:
@@ -242,7 +259,7 @@ def answer_readonly(
     result, instant = _instant(rt, scan_id, question.strip())
     if instant.path == "fixed" or llm is None:
         return result, replace(instant, seconds=time.monotonic() - started)
-    return result, _with_llm(rt, result, instant, question.strip(), llm, started)
+    return result, _with_llm(rt, result, instant, question.strip(), llm, started, count=False)
 
 
 def ask_question(
@@ -278,7 +295,10 @@ def stream_answer(
     ``llm`` is the model ``choice`` stands for (:mod:`core.llm.plan`). Under ``auto``, when the
     speed measured here says the local model cannot finish within ``ask.llm_budget_s``, the model
     is not started: the instant answer is final, and the plan (``waits``) lets the page offer
-    "run anyway" or the remote backend, each of which asks again with that ``choice``.
+    "run anyway" or the remote backend, each of which asks again with that ``choice``. The same
+    happens when the model's answers pass the guard unchanged too rarely (``ask.model_answers``,
+    :mod:`core.llm.acceptance`; the plan's ``held_back`` says why). Every model answer the guard
+    judges here is counted for its model.
 
     The question is stored before the first event. If the consumer stops early (the doctor's
     Cancel: the page closes the stream), the question is stored as cancelled with the instant
@@ -298,8 +318,8 @@ def stream_answer(
         yield AskEvent("instant", instant.answer.answer, instant, plan, exchange=pending, token=token)
         if llm is None or messages is None or not plan.starts:
             kept = instant
-            if plan.waits and plan.estimate is not None:  # nothing left the process: no backend in the audit row
-                kept = replace(instant, path="extractive", fallback=f"not started: {plan.estimate.message()}")
+            if plan.waits:  # nothing left the process: no backend in the audit row
+                kept = replace(instant, path="extractive", fallback=f"not started: {plan.why()}")
             _finish(rt, scan_id, doctor_id, pending, kept, None, None)
             done = True
             yield AskEvent("final", result=kept, plan=plan)
@@ -322,9 +342,7 @@ def stream_answer(
             elif event.error is not None:
                 raise event.error
         if final is None:
-            final = _from_guard(
-                rt, result, enforce("".join(parts), result, facts=instant.facts, **refusal_lists(rt)), instant, started
-            )
+            final = _judged(rt, result, "".join(parts), instant, started, llm)
         _finish(rt, scan_id, doctor_id, pending, final, llm.backend, prompt_hash(messages))
         done = True
         yield AskEvent("final", result=final, plan=plan)

@@ -18,6 +18,11 @@ at the speed measured on this machine; :func:`plan_call` turns it and the doctor
   within the feature's budget;
 * ``none``: no model call (the instant answer or the template stands).
 
+Ask AI under ``auto`` also asks :func:`core.llm.acceptance.hold_reason` first: when the model's
+answers pass the output guard unchanged too rarely (``ask.model_answers``, measured per model),
+nothing starts either (:attr:`CallPlan.held_back` says why, with the figures), and ``local``
+asks it anyway.
+
 ::
 
     plan = plan_call(settings, "ask", llm, messages)
@@ -33,6 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from core.llm.acceptance import hold_reason
 from core.llm.budget import CancelToken, Estimate, Feature, estimate, feature_budget, load_now, speed_meter
 
 if TYPE_CHECKING:
@@ -69,6 +75,7 @@ class CallPlan:
     lift_ceiling: bool = False  # "run anyway": this budget, not llm.timeout_s, stops the model
     waits: bool = False  # nothing starts: the estimate cannot fit and the doctor has not chosen yet
     trial: bool = False  # the estimate says it cannot fit, but it is stale: re-measure within the budget
+    held_back: str | None = None  # Ask AI: why the model is not asked on its own (its measured guard pass rate)
 
     @property
     def starts(self) -> bool:
@@ -78,6 +85,31 @@ class CallPlan:
     def token(self) -> CancelToken:
         """A fresh token for the call: this plan's budget (and Cancel), started now."""
         return CancelToken(self.budget_s, lift_ceiling=self.lift_ceiling)
+
+    def wait_message(self) -> str:
+        """Why nothing started, for the doctor's choice: the measured pass rate, or the estimate that cannot fit."""
+        if self.held_back is not None:
+            return self.held_back
+        assert self.estimate is not None, "only a plan with a local estimate waits for time"
+        return f"Local model: {self.estimate.message()}. Not started: it would run out of time."
+
+    def why(self) -> str:
+        """The short reason stored with an answer nothing was started for."""
+        if self.held_back is not None:
+            return self.held_back.removeprefix("Instant answer only: ")
+        return self.estimate.message() if self.estimate is not None else "no model call"
+
+    def anyway_s(self) -> float:
+        """The budget a "local" choice gets: the estimate's longer one when it cannot fit, else this budget."""
+        if self.estimate is not None and not self.estimate.fits:
+            return self.estimate.run_anyway_s()
+        return self.budget_s
+
+    def anyway_label(self) -> str:
+        """The button that asks the model anyway."""
+        who = "the local model" if self.estimate is not None else "the model"  # only the local model has an estimate
+        ask = f"Ask {who} anyway" if self.held_back is not None else "Run anyway"
+        return f"{ask} (up to {self.anyway_s():.0f} s)"
 
     def note(self) -> str | None:
         """One line for the page while the local model runs, e.g. "Local model: ... needs about 40 s here (budget 60 s)"."""
@@ -106,6 +138,8 @@ def plan_call(
     if choice == "none" or llm is None or not messages:
         return CallPlan("none", budget)
     est = local_estimate(settings, feature, llm, messages)
+    if choice == "auto" and feature == "ask" and (why := hold_reason(settings, llm)) is not None:
+        return CallPlan(choice, budget, est, waits=True, held_back=why)  # its answers rarely pass the guard here
     if est is None or est.fits:
         return CallPlan(choice, budget, est)
     if choice == "auto":
