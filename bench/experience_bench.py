@@ -65,7 +65,10 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     args = ap.parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix="experience-bench-"))
     paths = {"data_dir": root / "data", "index_dir": REPO_ROOT / "indexes", "model_dir": REPO_ROOT / "models"}
-    settings = load_settings(paths=paths, llm={"backend": "llamacpp"}, ask={"rate_limit_per_minute": 10_000})
+    # model_answers always: the Ask AI row times the model's answer, which the default (instant only while the
+    # model's answers rarely pass the guard, docs/ASK_AI.md) would not ask for
+    ask = {"rate_limit_per_minute": 10_000, "model_answers": "always"}
+    settings = load_settings(paths=paths, llm={"backend": "llamacpp"}, ask=ask)
     rt = open_runtime(settings)
     seed_demo(settings, rt.db)
     ensure_default_model(settings)
