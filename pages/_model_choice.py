@@ -81,11 +81,12 @@ class ChoiceBox:
         w, i = self.widget, self.ident
         with st.container(border=True, key=f"{w}-choice-{i}"):
             st.warning(f"{inert(held['message'])} {inert(self.note)}".strip(), icon="⏱️")
-            left, middle, right = st.columns(3)
-            left.button(str(held["anyway"]), key=f"{w}-anyway-{i}",
-                        on_click=self._choose, args=("local",))  # fmt: skip
+            # one under another, full width: three columns cut the labels to "Ask t…" in Ask AI's narrow panel
+            st.button(str(held["anyway"]), key=f"{w}-anyway-{i}", width="stretch",
+                      on_click=self._choose, args=("local",))  # fmt: skip
             remote = remote_backend(rt)
-            middle.button(f"Use {inert(remote or 'a remote backend')}", key=f"{w}-remote-{i}", disabled=remote is None,
-                          on_click=self._choose, args=("remote",),
-                          help="Names are removed before anything leaves." if remote else "No remote backend has a key set.")  # fmt: skip
-            right.button(inert(self.none_label), key=f"{w}-{self.none_key}-{i}", on_click=self._choose, args=("none",))
+            st.button(f"Use {inert(remote or 'a remote backend')}", key=f"{w}-remote-{i}", disabled=remote is None,
+                      on_click=self._choose, args=("remote",), width="stretch",
+                      help="Names are removed before anything leaves." if remote else "No remote backend has a key set.")  # fmt: skip
+            st.button(inert(self.none_label), key=f"{w}-{self.none_key}-{i}", on_click=self._choose, args=("none",),
+                      width="stretch")  # fmt: skip
