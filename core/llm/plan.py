@@ -73,7 +73,7 @@ class CallPlan:
     budget_s: float
     estimate: Estimate | None = None  # the local model's (None: a remote model, no model, or no prompt)
     lift_ceiling: bool = False  # "run anyway": this budget, not llm.timeout_s, stops the model
-    waits: bool = False  # nothing starts: the estimate cannot fit and the doctor has not chosen yet
+    waits: bool = False  # nothing starts (the estimate cannot fit, or held_back) until the doctor chooses
     trial: bool = False  # the estimate says it cannot fit, but it is stale: re-measure within the budget
     held_back: str | None = None  # Ask AI: why the model is not asked on its own (its measured guard pass rate)
 
