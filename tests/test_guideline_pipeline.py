@@ -138,7 +138,9 @@ def test_llm_answer_with_only_unsupported_bullets_abstains(tmp_path: Path, llm_s
 
 def test_llm_failure_falls_back_to_the_extractive_composer(tmp_path: Path, llm_server: FakeLLMServer) -> None:
     llm_server.fail_status(503, times=10)
-    result = qa_with(_llm_settings(tmp_path, llm_server)).answer("What is the dose of bedaquiline?")
+    # a ceiling far above three refused requests, so a loaded machine cannot turn the 503 into a timeout
+    settings = make_settings(tmp_path, llm=llm_server.llm_overrides("openai", timeout_s=60.0), guideline={"writer": "llm"})
+    result = qa_with(settings).answer("What is the dose of bedaquiline?")
     assert isinstance(result, QAAnswer) and result.bullets
     generate = result.trace.step("generate")
     assert generate is not None and generate.detail["backend"] == "extractive"

@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from core.errors import IndexStateError, InvalidInputError
+from core.kb.protocols import GuidelineSources
 from core.kb.types import Hit
 
 __all__ = ["Catalog", "LabelSection", "build_catalog", "is_none_text"]
@@ -53,21 +53,20 @@ class Catalog:
         return next((s[code] for d in doc_ids if code in (s := self.sections.get(d, {}))), None)
 
 
-def build_catalog(retriever: Any, kbs: tuple[str, ...], demo_root: Path | None) -> Catalog:
-    """Read the document stores of ``kbs`` through ``retriever.index(kb).store`` (empty when there is none).
+def build_catalog(sources: GuidelineSources, kbs: tuple[str, ...], demo_root: Path | None) -> Catalog:
+    """Read the document stores of ``kbs`` through ``sources.stored(kb)`` (empty for a name without one).
 
     A document is demo content when its source file lies under ``demo_root``
     (the assets folder the demo KBs are built from).
     """
     catalog = Catalog()
-    index_of = getattr(retriever, "index", None)
-    if index_of is None:
-        return catalog
     root = str(demo_root.resolve()) if demo_root is not None else None
     for kb in kbs:
         try:
-            store = index_of(kb).store
+            store = sources.stored(kb)
         except (IndexStateError, InvalidInputError, OSError):  # a missing KB just has no catalogue entry
+            continue
+        if store is None:
             continue
         for doc_id, source, title, *_ in store.docs():
             catalog.titles[doc_id] = title

@@ -18,11 +18,12 @@ from core.guideline.types import Bullet, DoseConflict
 from core.kb.lexicon import DrugLexicon
 from core.kb.protocols import Retriever
 from core.kb.spaces import SHARED_SPACE
+from core.kb.specs import LABEL_KB
 from core.kb.types import SPACE_PREFIX
 
 __all__ = ["doses", "population", "split_conflicts"]
 
-LABELS = "druglabels"
+LABELS = LABEL_KB
 _DOSE = re.compile(r"(\d+(?:[.,]\d+)?)\s*(mg/kg|mg/m2|mg|g|mcg|µg|micrograms?|milligrams?|grams?)\b", re.IGNORECASE)
 _POPULATIONS = (
     ("children", re.compile(r"\b(?:child(?:ren)?|paediatric|pediatric|infants?|neonat\w*|adolescents?)\b", re.I)),

@@ -34,7 +34,7 @@ from core.guideline.retrieval import constrained_retrieval
 from core.guideline.router import drug_synonyms, route_question
 from core.guideline.slots import question_slot
 from core.guideline.types import Trace
-from core.kb.specs import ROUTED_KBS
+from core.kb.specs import LABEL_KB, ROUTED_KBS, kbs_for_route
 
 __all__ = ["Row", "collect_rows", "fit_report", "plot_sensitivity", "sensitivity"]
 
@@ -64,7 +64,7 @@ def collect_rows(qa: GuidelineQA, items: list[EvalItem]) -> list[Row]:
         if negative or decision.route == "out_of_domain":
             decision = decision.model_copy(update={"route": "mixed", "refused": False, "drugs": [],
                                                    "diagnosis": False})  # fmt: skip
-        want = "druglabels" if item.expected_source and "drug" in item.expected_source else "guidelines"
+        want = LABEL_KB if item.expected_source and "drug" in item.expected_source else kbs_for_route("guideline")[0]
         synonyms = drug_synonyms(qa.lexicon, decision.drugs, cfg.drug_aliases)
         trace = Trace()
         slot = question_slot(item.question, cfg, synonyms)  # searched with the slot's words, as when answered

@@ -51,7 +51,8 @@ from core.guideline.types import (
     Trace,
 )
 from core.kb.lexicon import DrugLexicon
-from core.kb.protocols import Retriever
+from core.kb.protocols import GuidelineSources, Retriever, as_sources
+from core.kb.specs import LABEL_KB, ROUTED_KBS
 from core.llm.base import LLM
 from core.llm.budget import CancelToken, feature_budget
 from core.llm.call import chat_call
@@ -78,7 +79,7 @@ class GuidelineQA:
     def __init__(
         self,
         settings: Settings,
-        retriever: Retriever,
+        retriever: Retriever | GuidelineSources,
         lexicon: DrugLexicon,
         llm: LLM | None = None,
         catalog: Catalog | None = None,
@@ -86,6 +87,7 @@ class GuidelineQA:
         self.settings = settings
         self.cfg = settings.guideline
         self.retriever = retriever
+        self.sources = as_sources(retriever)  # the stored documents behind a name (the catalogue, words, names)
         self.lexicon = lexicon
         self.llm = llm
         self._catalog = catalog
@@ -98,17 +100,14 @@ class GuidelineQA:
         """Label sections and demo documents, re-read when an index is swapped (empty without stores)."""
         if self._catalog is not None and not self._catalog_key:
             return self._catalog
-        kbs = ("druglabels", "guidelines")
-        index_of = getattr(self.retriever, "index", None)
-        key: tuple[int, ...] = ()
-        if index_of is not None:
-            try:
-                key = tuple(id(index_of(kb)) for kb in kbs)
-            except (IndexStateError, InvalidInputError):
-                key = (-1,)
+        kbs = (LABEL_KB, *(kb for kb in ROUTED_KBS if kb != LABEL_KB))
+        try:
+            key = tuple(id(self.sources.stored(kb)) for kb in kbs)
+        except (IndexStateError, InvalidInputError):
+            key = (-1,)
         if self._catalog is None or key != self._catalog_key:
             root = self.settings.paths.resolve(self.settings.paths.assets_dir) / self.settings.kb.demo_subdir
-            self._catalog = build_catalog(self.retriever, kbs, root)
+            self._catalog = build_catalog(self.sources, kbs, root)
             self._catalog_key = key or (0,)
         return self._catalog
 
@@ -290,21 +289,20 @@ class GuidelineQA:
 
         ``None`` when the retriever has no stores to read (an in-memory retriever) or none is built.
         """
-        index_of = getattr(self.retriever, "index", None)
-        if index_of is None:
-            return None
         parts = []
-        for kb in (*(("guidelines", "druglabels") if curated else ()), *spaces):
+        for kb in (*(ROUTED_KBS if curated else ()), *spaces):
             try:
-                index = index_of(kb)
+                store = self.sources.stored(kb)
             except (IndexStateError, InvalidInputError):
                 continue  # a KB never built knows no word
-            key = (kb, id(index))
+            if store is None:
+                continue  # searched, never read (a corpus, fixed passages)
+            key = (kb, id(store))
             if key not in self._vocabularies:
                 if len(self._vocabularies) > 32:
                     self._vocabularies.clear()
                 vocab = Vocabulary(prefix=self.cfg.focus_prefix)
-                for _, c in index.store.iter_chunks():
+                for _, c in store.iter_chunks():
                     vocab.add(f"{c.title}\n{c.organisation or ''}\n{' '.join(c.section_path)}\n{c.text}", c.doc_id)
                     if c.doc_id not in vocab.identities:
                         vocab.identities[c.doc_id] = identity_words(c.title, c.organisation, c.source, self.cfg.stopwords)
@@ -314,33 +312,31 @@ class GuidelineQA:
 
     def lexicon_for(self, spaces: tuple[str, ...]) -> DrugLexicon:
         """The curated labels' drug names plus those of the labels in ``spaces`` (a doctor's uploaded labels)."""
-        index_of = getattr(self.retriever, "index", None)
-        if not spaces or index_of is None:
+        if not spaces:
             return self.lexicon
         rows = [(e.name, kind, doc) for e in self.lexicon.entries.values() for kind in e.kinds for doc in e.doc_ids]
         for kb in spaces:
             try:
-                rows += index_of(kb).store.names()
+                store = self.sources.stored(kb)
             except (IndexStateError, InvalidInputError):
                 continue  # an empty or missing space names no drug
+            rows += store.names() if store is not None else []
         return DrugLexicon.from_rows(rows)
 
     def catalog_for(self, spaces: tuple[str, ...], curated: bool = True) -> Catalog:
         """The label catalogue of the curated KBs (unless not ``curated``) and of the labels in ``spaces``."""
         if not spaces:
             return self.catalog
-        index_of = getattr(self.retriever, "index", None)
         key: tuple[object, ...] = (spaces, curated)
-        if index_of is not None:
-            try:
-                key += tuple(id(index_of(kb)) for kb in spaces)
-            except (IndexStateError, InvalidInputError):
-                key += (-1,)
+        try:
+            key += tuple(id(self.sources.stored(kb)) for kb in spaces)
+        except (IndexStateError, InvalidInputError):
+            key += (-1,)
         cached = self._space_catalogs.get(key)
         if cached is not None:
             return cached
         root = self.settings.paths.resolve(self.settings.paths.assets_dir) / self.settings.kb.demo_subdir
-        found = build_catalog(self.retriever, spaces, root)
+        found = build_catalog(self.sources, spaces, root)
         if curated:
             base = self.catalog
             found = Catalog({**base.sections, **found.sections}, {**base.titles, **found.titles},

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from core.embed import Embedder
 from core.errors import InvalidInputError, NotFoundError
 from core.kb.index.builder import kb_link
+from core.kb.index.docstore import DocStore
 from core.kb.index.ingest import IngestReport, apply_update, parse_files
 from core.kb.index.reader import KBIndex
 from core.kb.index.retriever import HybridRetriever
@@ -69,6 +70,10 @@ class KnowledgeBase:
     def index(self, kb: str) -> KBIndex:
         """The live index of ``kb`` (see :meth:`HybridRetriever.index`)."""
         return self.retriever.index(kb)
+
+    def stored(self, kb: str) -> DocStore:
+        """The document store of ``kb``'s live index version (:class:`~core.kb.protocols.GuidelineSources`)."""
+        return self.index(kb).store
 
     def search(self, query: str, kb: str, top_k: int, mode: SearchMode = "hybrid") -> list[Hit]:
         """The ``top_k`` best chunks of ``kb`` for ``query``: the retriever's answer (:class:`Retriever`)."""

@@ -42,7 +42,7 @@ from core.kb.corpus.vectors import VectorFile
 from core.kb.index.docstore import DocStore
 from core.kb.index.fusion import rrf
 from core.kb.lexicon import DrugLexicon
-from core.kb.protocols import LexiconRetriever, Retriever
+from core.kb.protocols import LexiconRetriever, Retriever, StoredDocuments, as_sources
 from core.kb.types import Chunk, Hit, SearchMode
 
 if TYPE_CHECKING:
@@ -206,7 +206,7 @@ class CorpusSearch:
 
 
 class WithCorpora:
-    """A :class:`core.kb.Retriever` that serves ``corpus:`` names from corpora and the rest from ``inner``."""
+    """:class:`~core.kb.protocols.GuidelineSources` serving ``corpus:`` names from corpora and the rest from ``inner``."""
 
     def __init__(self, inner: Retriever, corpora: CorpusSearch) -> None:
         self.inner, self.corpora = inner, corpora
@@ -223,5 +223,8 @@ class WithCorpora:
             raise TypeError(f"{type(self.inner).__name__} holds no drug lexicon")
         return self.inner.drug_lexicon(kb)
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)  # index() and stats of a KnowledgeBase, for the catalogue
+    def stored(self, kb: str) -> StoredDocuments | None:
+        """None for a corpus (searched, never catalogued); the wrapped retriever's store for the rest."""
+        if kb.startswith(CORPUS_PREFIX):
+            return None
+        return as_sources(self.inner).stored(kb)
