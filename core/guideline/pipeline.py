@@ -51,7 +51,7 @@ from core.guideline.types import (
     Trace,
 )
 from core.kb.lexicon import DrugLexicon
-from core.kb.protocols import GuidelineSources, Retriever, as_sources
+from core.kb.protocols import Retriever, as_sources
 from core.kb.specs import LABEL_KB, ROUTED_KBS
 from core.llm.base import LLM
 from core.llm.budget import CancelToken, feature_budget
@@ -79,7 +79,7 @@ class GuidelineQA:
     def __init__(
         self,
         settings: Settings,
-        retriever: Retriever | GuidelineSources,
+        retriever: Retriever,  # a GuidelineSources is read through stored(); any other is SearchOnly
         lexicon: DrugLexicon,
         llm: LLM | None = None,
         catalog: Catalog | None = None,
