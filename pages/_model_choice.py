@@ -82,7 +82,7 @@ class ChoiceBox:
         with st.container(border=True, key=f"{w}-choice-{i}"):
             st.warning(f"{inert(held['message'])} {inert(self.note)}".strip(), icon="⏱️")
             # one under another, full width: three columns cut the labels to "Ask t…" in Ask AI's narrow panel
-            st.button(str(held["anyway"]), key=f"{w}-anyway-{i}", width="stretch",
+            st.button(inert(str(held["anyway"])), key=f"{w}-anyway-{i}", width="stretch",
                       on_click=self._choose, args=("local",))  # fmt: skip
             remote = remote_backend(rt)
             st.button(f"Use {inert(remote or 'a remote backend')}", key=f"{w}-remote-{i}", disabled=remote is None,

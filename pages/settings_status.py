@@ -40,7 +40,7 @@ st.subheader("Ask AI model answers that pass the grounding check")
 a = s.ask
 st.dataframe(rate_rows(s), hide_index=True, width="stretch")
 st.caption(
-    f"`ask.model_answers` = {a.model_answers}. Under `auto`, Ask AI asks a model after its instant answer only while "
+    f"`ask.model_answers` = {inert(a.model_answers)}. Under `auto`, Ask AI asks a model after its instant answer only while "
     f"at least {a.min_guard_pass_rate:.0%} of its answers pass the output guard unchanged (from "
     f"{a.min_guard_samples:d} judged answers on; fewer: it is asked). The figure pools our own measurement "
     "(core/llm/models.json) with every answer judged on this machine; a doctor can always ask the model anyway."

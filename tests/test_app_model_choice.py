@@ -17,6 +17,7 @@ from core.cases import build_context_bundle
 from core.llm.budget import SpeedMeter
 from core.runtime import Runtime
 from core.store.models import AuditLog
+from pages._text import inert
 from tests.conftest import scan_of
 from tests.llm_server import FakeLLMServer
 from tests.test_app_support import page, shown, texts, use_root, user_of
@@ -64,7 +65,7 @@ def test_a_slow_local_model_asks_before_answering(slow_local: Runtime, llm_serve
     warning = next(shown(w.value) for w in at.warning if "Local model:" in shown(w.value))
     assert "the local model needs about" in warning and "Not started" in warning and "instant answer" in warning
     assert _chips(at), "the instant answer is on screen at once, citing cases"
-    assert at.button(key=f"ask-anyway-{scan}").label.startswith("Run anyway (up to ")
+    assert at.button(key=f"ask-anyway-{scan}").label.startswith(inert("Run anyway (up to "))
     remote = at.button(key=f"ask-remote-{scan}")
     assert remote.label == "Use openai" and not remote.disabled
     (row,) = _audited(slow_local, "ask")  # the exchange is answered and audited; no model was called
@@ -100,7 +101,7 @@ def test_a_slow_local_model_asks_before_drafting(slow_local: Runtime, llm_server
     assert not at.exception
     warning = next(shown(w.value) for w in at.warning if "Local model:" in shown(w.value))
     assert "the local model needs about" in warning and "Not started" in warning
-    assert at.button(key=f"draft-anyway-{scan}").label.startswith("Run anyway (up to ")
+    assert at.button(key=f"draft-anyway-{scan}").label.startswith(inert("Run anyway (up to "))
     assert at.button(key=f"draft-remote-{scan}").label == "Use openai"
     assert not at.button(key=f"draft-remote-{scan}").disabled
     assert "Unsaved draft" not in texts(at)

@@ -26,6 +26,7 @@ from core.llm.plan import plan_call
 from core.runtime import Runtime, open_runtime
 from core.settings import Settings
 from core.store.models import User
+from pages._text import inert
 from tests.conftest import make_settings, scan_of
 from tests.llm_server import FakeLLMServer
 
@@ -239,7 +240,7 @@ def test_the_chat_page_says_instant_only_with_the_figures_and_asks_anyway(
                            "(33%; 80% needed). Counted: 1 of 3 on this machine.")  # fmt: skip
     assert "The instant answer above stands." in note
     anyway = at.button(key=f"ask-anyway-{scan}")
-    assert anyway.label == "Ask the model anyway (up to 2 s)"
+    assert anyway.label == inert("Ask the model anyway (up to 2 s)")  # typed-text rule: labels go through inert()
     anyway.click().run()
     assert not at.exception and len(llm_server.requests) == 1
     assert any(shown(m.value) == llm_server.reply for m in at.markdown), "the guarded model answer is shown"
