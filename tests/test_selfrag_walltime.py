@@ -24,19 +24,13 @@ from core.llm.factory import make_llm
 from core.selfrag.factory import build_pipeline
 from core.selfrag.mcq import MCQItem, load_benchmark
 from core.selfrag.retrieval import KBRetriever, StaticRetriever
-from core.selfrag.types import Passage, SelfRagTrace
+from core.selfrag.types import SelfRagTrace
 from core.settings import Settings
 from tests.conftest import make_settings
 from tests.conftest_llm import cpu_burner
 from tests.llm_server import FakeLLMServer
+from tests.test_selfrag_degrade import DOCS, OPTIONS, QUESTION  # the same three passages and question
 
-DOCS = [
-    Passage("cap-1", "Outpatient pneumonia in healthy adults: amoxicillin 1 g three times daily.", "CAP therapy"),
-    Passage("cap-2", "Doxycycline is the alternative for outpatient pneumonia.", "CAP alternatives"),
-    Passage("cap-3", "Macrolides only where pneumococcal resistance is low.", "CAP macrolides"),
-]
-OPTIONS = {"A": "Vancomycin", "B": "Amoxicillin", "C": "Meropenem"}
-QUESTION = "Which antibiotic is first choice for outpatient pneumonia in a healthy adult?"
 BUDGET = 1.5  # each of the three stage budgets
 BOUND = 2.0  # the margin: a call ends within its budget + 2 s
 HANG = 30.0  # the misbehaving request: far past every budget and the HTTP timeout below
