@@ -105,6 +105,9 @@ def score(item: dict[str, Any], result: Any, files: dict[str, str] | None = None
     expect = str(item.get("expect") or "answer")
     out: dict[str, Any] = {"id": item["id"], "expect": expect, "answered": result.kind == "answer",
                            "confidence": getattr(result, "confidence", None)}  # fmt: skip
+    step = result.trace.step("answer_confidence")
+    if step is not None:  # the raw evidence features the shown confidence is computed from (fit_answer_confidence.py)
+        out |= {"features": step.detail["features"], "retrieval_confidence": step.detail["retrieval"]}
     if expect in ("refuse", "out_of_scope"):
         return out | {"refuse_ok": result.kind == "abstain"}
     if result.kind == "abstain":
@@ -153,6 +156,44 @@ def calibration(rows: list[dict[str, Any]], bins: int = 5) -> list[dict[str, Any
     return out
 
 
+def ece(rows: list[dict[str, Any]], bins: int = 10) -> float:
+    """Expected calibration error over the answered items: sum over equal-width bins of share * |accuracy - mean shown|."""
+    pairs = [(r["confidence"], bool(r.get("correct"))) for r in rows if r["answered"] and r["confidence"] is not None]
+    total = 0.0
+    for k in range(bins):
+        got = [(p, c) for p, c in pairs if k / bins <= p < (k + 1) / bins or (k == bins - 1 and p == 1.0)]
+        if got:
+            total += len(got) / len(pairs) * abs(sum(c for _, c in got) / len(got) - sum(p for p, _ in got) / len(got))
+    return round(total, 4)
+
+
+def plot_reliability(rows: list[dict[str, Any]], path: Path, title: str, bins: int = 5) -> None:
+    """Reliability diagram: share correct against mean shown confidence per bin, with each bin's count."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    pairs = [(r["confidence"], bool(r.get("correct"))) for r in rows if r["answered"] and r["confidence"] is not None]
+    fig, ax = plt.subplots(figsize=(5, 5))
+    ax.plot([0, 1], [0, 1], ls="--", color="grey", label="perfectly calibrated")
+    xs, ys, ns = [], [], []
+    for k in range(bins):
+        got = [(p, c) for p, c in pairs if k / bins <= p < (k + 1) / bins or (k == bins - 1 and p == 1.0)]
+        if got:
+            xs.append(sum(p for p, _ in got) / len(got))
+            ys.append(sum(c for _, c in got) / len(got))
+            ns.append(len(got))
+    ax.plot(xs, ys, marker="o", label="answers")
+    for x, y, n in zip(xs, ys, ns, strict=True):
+        ax.annotate(f"n={n}", (x, y), textcoords="offset points", xytext=(-10, 8), fontsize=8)
+    ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="shown confidence (bin mean)", ylabel="share correct", title=title)
+    ax.legend(loc="upper left", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--realdocs", default="../shared/realdocs")
@@ -161,6 +202,7 @@ def main() -> None:
     ap.add_argument("--ask", action="append", default=[])
     ap.add_argument("--reingest", action="store_true")
     ap.add_argument("--json", default="")
+    ap.add_argument("--plot", default="", help="write a reliability diagram (PNG) of the split's answers here")
     ap.add_argument("--failures", action="store_true", help="list each failed item (train split only)")
     args = ap.parse_args()
     if args.failures and args.split != "train":
@@ -191,8 +233,10 @@ def main() -> None:
         docs = "+".join(sorted({e["document"] for e in item["expected"]})) or f"(none: {row['expect']})"
         per_doc[docs].append(row)
     report = {"split": args.split, "load": os.getloadavg(), "all": summary(rows),
-              "per_document": {d: summary(r) for d, r in sorted(per_doc.items())}, "calibration": calibration(rows)}
+              "per_document": {d: summary(r) for d, r in sorted(per_doc.items())}, "calibration": calibration(rows), "ece": ece(rows)}
     print(json.dumps(report, indent=1))
+    if args.plot:
+        plot_reliability(rows, Path(args.plot), f"Guideline QA, real documents, {args.split} split")
     if args.json:
         Path(args.json).write_text(json.dumps(report | {"items": rows}, indent=1))
 

@@ -26,6 +26,9 @@ _CALIB_MODEL = {
     "druglabels": {"intercept": -52.9932, "cosine": 62.9894, "margin": 110.5754, "section_match": 0.1997,
                    "query_tokens": -0.6268},
 }  # fmt: skip
+# The shown confidence over document spaces: fitted on the train split of bench/guideline_realdocs.py (112 answers,
+# 79 correct) by bench/fit_answer_confidence.py, 2026-11-27; 5-fold log-loss 0.542 (base rate 0.607), ECE 0.022.
+_ANSWER_CALIB = {"intercept": -1.8535, "space": 3.0169}
 
 
 class GuidelineQASettings(Group):
@@ -147,6 +150,14 @@ class GuidelineQASettings(Group):
         description="Per KB: logistic confidence model over retrieval features (`intercept`, `cosine`, `margin`, "
         "`section_match`, `query_tokens`), fitted on the train split by `eval-guidelines --calibrate`. A KB "
         "without one uses the cosine-only curve (`calib_midpoint`, `calib_scale`).",
+    )
+    answer_calib: dict[str, float] = Field(
+        _ANSWER_CALIB,
+        description="Shown confidence of an answer drawn over a doctor's document spaces: coefficients of the "
+        "monotone P(correct) map over the answer's evidence features (`intercept` and any of `retrieval`, `cosine`, "
+        "`focus`, `space`, `sources`, `other_population`, `bullets`; core/guideline/answer_confidence.py), fitted on "
+        "the train split of the real-document benchmark by bench/fit_answer_confidence.py. Empty: the retrieval "
+        "confidence is shown. Questions without spaces always show the retrieval confidence (demo-KB calibration).",
     )
 
     # Generation.

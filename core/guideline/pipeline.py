@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from core.embed.sbert import default_minilm_path
 from core.errors import BackendError, ConfigError, IndexStateError, InvalidInputError
+from core.guideline.answer_confidence import answer_features, shown_confidence
 from core.guideline.catalog import Catalog, build_catalog
 from core.guideline.compose import (
     Draft,
@@ -39,6 +40,7 @@ from core.guideline.slots import LABEL_SLOT_SECTIONS, Slot, focus_coverage, ques
 from core.guideline.sources import disagreements, passage_population, per_source, question_population, source_ref
 from core.guideline.statements import Statement, structural_statement, yes_no_statement
 from core.guideline.terms import TermReport, Vocabulary, everyday_words, resolve_question
+from core.guideline.text import key_tokens, overlap_ratio
 from core.guideline.types import (
     Bullet,
     EvidenceChunk,
@@ -220,6 +222,7 @@ class GuidelineQA:
             return QAAbstention(question=question, route=decision.route, stage="verification", trace=trace,
                               reason=reason)  # fmt: skip
         own = [b for b in bullets if not b.other_population]  # the patient summary speaks of the asked group only
+        shown = self._shown_confidence(asked, found.evidence, bullets, slot, trace, bool(spaces))
         best = next((c.hit for c in found.evidence if c.hit.chunk_id == bullets[0].evidence.chunk_id), None)
         said = yes_no_statement(asked, slot, bullets[0].text, best.section_code if best else None, self.cfg)
         return QAAnswer(
@@ -237,9 +240,26 @@ class GuidelineQA:
             disagreements=disagreements(bullets, slot.name),
             population=group,
             backend=self.backend,
-            confidence=max(c.confidence for c in found.evidence),
+            confidence=shown,
             trace=trace,
         )
+
+    def _shown_confidence(
+        self, asked: str, evidence: list[Candidate], bullets: list[Bullet], slot: Slot, trace: Trace, spaces: bool
+    ) -> float:
+        """The answer's shown confidence: over document spaces the fitted P(correct) map
+        (:mod:`core.guideline.answer_confidence`, ``guideline.answer_calib``), else the retrieval confidence."""
+        retrieval = max(c.confidence for c in evidence)
+        said = "\n".join(b.text for b in bullets)
+        focus = focus_coverage(said, slot.focus, self.cfg) if slot.focus else 1.0
+        where = " ".join(b.evidence.ref.section for b in bullets if b.evidence.ref)
+        overlap = overlap_ratio(key_tokens(asked, self.cfg.stopwords), key_tokens(f"{said}\n{where}", self.cfg.stopwords))
+        features = answer_features(evidence, bullets, focus, overlap)
+        coef = self.cfg.answer_calib if spaces else {}
+        shown = shown_confidence(features, coef) if coef else retrieval
+        trace.add("answer_confidence", retrieval=round(retrieval, 4), shown=round(shown, 4), mapped=bool(coef),
+                  features={k: round(v, 5) for k, v in features.items()})  # fmt: skip
+        return shown
 
     def _coverage(
         self, question: str, decision: RouteDecision, trace: Trace, spaces: tuple[str, ...], mine: bool, slot: Slot,

@@ -182,7 +182,10 @@ class QAAnswer(BaseModel):
     )
     population: str | None = Field(None, description="The patient group the question is about (adults by default).")
     backend: str = Field(description="`extractive` or the LLM backend name that wrote the bullets.")
-    confidence: float = Field(description="Calibrated retrieval confidence of the best evidence chunk.")
+    confidence: float = Field(
+        description="Shown confidence: over a doctor's document spaces the fitted P(correct) map "
+        "(core.guideline.answer_confidence), else the calibrated retrieval confidence of the best evidence chunk."
+    )
     trace: Trace
 
 
