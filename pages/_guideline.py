@@ -13,7 +13,7 @@ from pages._text import inert, inert_badged
 
 if TYPE_CHECKING:
     from core.guideline.pipeline import GuidelineQA
-    from core.guideline.types import Bullet, QAResult, Route
+    from core.guideline.types import Bullet, Disagreement, DoseConflict, QAResult, Route
     from core.kb.base import KnowledgeBase
 
 ROUTES: dict[str, Route | None] = {
@@ -103,6 +103,31 @@ def _bullet(i: int, b: Bullet, with_evidence: bool) -> None:
         st.caption(f"Source: {inert_badged(b.evidence.source, b.evidence.demo)} · word overlap {b.overlap:.0%}")
 
 
+def _disagreement(d: Disagreement) -> None:
+    """Documents that state different values for one slot: one column per document, each named."""
+    st.warning(f"**Sources differ on {inert(d.topic)}.** Each document's own values, side by side:", icon="⚖️")
+    for column, (doc, values) in zip(st.columns(len(d.values)), d.values.items(), strict=True):
+        column.markdown(f"**{inert(doc)}**")
+        column.markdown("\n".join(f"- {inert(v)}" for v in values))
+
+
+def _conflict(k: DoseConflict) -> None:
+    """An upload's dose that contradicts the curated label's same slot: both documents side by side, the label first."""
+    who = f" for {inert(k.population)}" if k.population else ""
+    with st.container(border=True):
+        st.markdown(f"**Sources differ on the dose of {inert(k.drug)}{who}: the label is not overridden.**")
+        label, upload = st.columns(2)
+        label.markdown(f"**{inert(k.label_source or k.drug + ' label')}** (curated) states "
+                       f"{inert(', '.join(k.label) or 'no dose')}")  # fmt: skip
+        for line in k.label_lines:
+            label.caption(inert(line))
+        upload.error(
+            f"Conflict, not an answer: {inert(k.source or 'an uploaded document')} says \u201c{inert(k.text)}\u201d "
+            f"({inert(', '.join(k.stated))}).",
+            icon="⚠️",
+        )
+
+
 def _chunk(text: str) -> None:
     """A chunk's text, its tables shown as tables."""
     from core.guideline.present import split_tables
@@ -137,18 +162,13 @@ def show_result(result: QAResult) -> None:
         m1.metric("Bullets", len(result.bullets))
         m2.metric("Retrieval confidence", f"{result.confidence:.0%}", help="Calibrated confidence of the best chunk.")
         m3.metric("Written by", result.backend)
-        for k in result.conflicts:  # an upload that contradicts the label: shown as a conflict, never as the answer
-            st.error(
-                f"Conflict, not an answer: an uploaded document says \u201c{inert(k.text)}\u201d; the curated "
-                f"{inert(k.drug)} label states {inert(', '.join(k.label) or 'no dose')}"
-                f"{' for ' + inert(k.population) if k.population else ''}.",
-                icon="⚠️",
-            )
+        for k in result.conflicts:  # an upload that contradicts the label: beside the label, never as the answer
+            _conflict(k)
         with st.container(border=True):
             if result.statement:
                 st.markdown(f"**{inert(result.statement)}**")
             for d in result.disagreements:  # shown side by side as one difference, never merged
-                st.warning(inert(d.line()), icon="⚖️")
+                _disagreement(d)
             for i, b in enumerate(result.bullets, 1):
                 _bullet(i, b, st.session_state.get("guideline-evidence", False))
             sources = list(dict.fromkeys((e.source, e.demo) for e in result.evidence))

@@ -10,6 +10,7 @@ main before this change an upload went straight to the shared space, nothing was
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -19,7 +20,8 @@ from hypothesis import strategies as st
 from sqlalchemy import select
 
 from core.errors import AccessDeniedError
-from core.guideline.conflicts import doses, split_conflicts
+from core.guideline.conflicts import split_conflicts
+from core.guideline.doses import parse_amount
 from core.guideline.types import Bullet, QAAbstention, QAAnswer, Snippet
 from core.kb.provenance import describe, instruction_sentences, origin_line
 from core.kb.sharing import Sharing
@@ -142,13 +144,15 @@ def test_a_space_dose_the_label_does_not_state_is_a_conflict(rt: Runtime, drug: 
     text = f"The usual adult dose of {drug} is {amount:g} {unit} once daily."
     kb = "user.u9" if space else "druglabels"
     bullet = Bullet(text=text, evidence=Snippet(text=text, score=1.0, source="notes", kb=kb, chunk_id="d#0"), overlap=1.0)
-    kept, conflicts = split_conflicts([bullet], rt.kb.retriever, rt.lexicon)
+    kept, conflicts = split_conflicts([bullet], rt.kb.retriever, rt.lexicon, rt.settings.guideline)
     expect_conflict = space and factor != 1
     assert bool(conflicts) == expect_conflict, (text, kb, [c.label for c in conflicts])
     assert (kept == []) == expect_conflict
-    if conflicts:
+    if conflicts:  # shown beside the label's own doses for the same slot, both documents named
         assert conflicts[0].drug == drug and f"{amount:g} {unit}" in conflicts[0].stated
-        assert (float(base), unit) in doses(" ".join(conflicts[0].label))
+        said = [parse_amount(*m) for m in re.findall(r"([\d.]+)(?:-([\d.]+))? (mg/kg|mg)", " ".join(conflicts[0].label))]
+        assert any(lo <= base <= hi and u == unit for lo, hi, u in said), conflicts[0].label
+        assert conflicts[0].label_source.endswith("label") and conflicts[0].label_lines
 
 
 def test_the_page_names_each_bullets_origin_and_never_answers_with_the_conflict(

@@ -166,6 +166,11 @@ class GuidelineQASettings(Group):
         2, ge=1, description="Extractive, when the evidence comes from several documents: most bullets drafted from "
         "each document (each document's answer is drafted on its own, never merged with another's).",
     )
+    dose_band_tolerance: float = Field(
+        3.0, gt=1.0, description="An uploaded document's fixed dose for a weight band and the curated label's dose in "
+        "mg/kg are different slots; the band's dose is a conflict only when, read as mg/kg over the band, it lies more "
+        "than this many times outside the label's mg/kg range for the same drug and patient group.",
+    )
     max_sources: int = Field(
         4, ge=1, description="Most documents an answer draws on: beyond the best evidence_chunks, the best chunk of each "
         "other document whose confidence passes its KB's threshold is kept, up to this many documents.",

@@ -1,12 +1,18 @@
-"""A dose from a document space that contradicts the curated label is a conflict, never the answer.
+"""A dose from a document space that truly contradicts the curated label is shown beside it, never as the answer.
 
 A doctor's upload (own space, or shared after approval) is searched beside the curated knowledge
-bases. When a bullet drafted from a space states a dose (``300 mg``, ``5 mg/kg``, ``1.5 g``) for
-a drug that has a curated label, the label's Dosage and Administration text for the same
-population (adults, children; any when the bullet names none) is read, and every dose the bullet
-states must be one the label states for that population. A bullet that fails is taken out of the
-answer and returned as a :class:`~core.guideline.types.DoseConflict`: the page shows it beside
-the label's doses, marked as a conflict. A bullet from a curated source is never checked here.
+bases. Every dose a bullet drafted from a space states is read as a slot (:mod:`core.guideline.doses`:
+drug, patient group, amount, unit, kind, weight band) and compared with the same slot in the curated
+label's Dosage and Administration text for that drug:
+
+* the same slot with an amount that overlaps none of the label's: a **contradiction**. The bullet
+  leaves the answer and becomes a :class:`~core.guideline.types.DoseConflict` naming both documents;
+  the page shows it side by side with the label's own lines. A label is never overridden;
+* a slot the label does not fill (a weight band's fixed dose against a label in mg/kg, a renal dose
+  against a label without one, a drug without a curated label, a tablet strength): **not comparable**.
+  The bullet stays in the answer, attributed to its own document.
+
+A bullet from a curated source is never checked here.
 """
 
 from __future__ import annotations
@@ -14,82 +20,95 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from core.config.guideline import GuidelineQASettings
+from core.guideline.doses import DoseStatement, contradicts, dose_statements
 from core.guideline.types import Bullet, DoseConflict
 from core.kb.lexicon import DrugLexicon
 from core.kb.protocols import Retriever
 from core.kb.spaces import SHARED_SPACE
 from core.kb.specs import LABEL_KB
-from core.kb.types import SPACE_PREFIX
+from core.kb.types import SPACE_PREFIX, Hit
 
-__all__ = ["doses", "population", "split_conflicts"]
+__all__ = ["drug_keys", "split_conflicts"]
 
-LABELS = LABEL_KB
-_DOSE = re.compile(r"(\d+(?:[.,]\d+)?)\s*(mg/kg|mg/m2|mg|g|mcg|µg|micrograms?|milligrams?|grams?)\b", re.IGNORECASE)
-_POPULATIONS = (
-    ("children", re.compile(r"\b(?:child(?:ren)?|paediatric|pediatric|infants?|neonat\w*|adolescents?)\b", re.I)),
-    ("adults", re.compile(r"\badults?\b", re.I)),
-)
-_UNIT = {"g": ("mg", 1000.0), "gram": ("mg", 1000.0), "grams": ("mg", 1000.0), "milligram": ("mg", 1.0),
-         "milligrams": ("mg", 1.0), "mcg": ("mg", 0.001), "µg": ("mg", 0.001), "microgram": ("mg", 0.001),
-         "micrograms": ("mg", 0.001)}  # fmt: skip
+DOSAGE_SECTION = "34068-7"
 
 
-def doses(text: str) -> set[tuple[float, str]]:
-    """Every ``(amount, unit)`` stated in ``text``, grams and micrograms in mg."""
-    out = set()
-    for m in _DOSE.finditer(text):
-        unit = m.group(2).lower()
-        base, factor = _UNIT.get(unit, (unit, 1.0))
-        out.add((round(float(m.group(1).replace(",", ".")) * factor, 4), base))
-    return out
-
-
-def population(text: str) -> str | None:
-    """``children`` or ``adults`` when ``text`` names one (children first: "adults and children" is both)."""
-    found = [name for name, pattern in _POPULATIONS if pattern.search(text)]
-    return found[0] if len(found) == 1 else None
-
-
-def _label_doses(retriever: Retriever, drug: str, who: str | None) -> set[tuple[float, str]] | None:
-    """Doses the curated label of ``drug`` states for ``who`` (any population when ``None``); ``None`` when no label."""
-    hits = [h for h in retriever.search(f"{drug} dosage and administration {who or ''}", LABELS, 8)
-            if drug in {n.lower() for n in h.drug_names} or drug in (h.title or "").lower()]  # fmt: skip
-    if not hits:
-        return None
-    out: set[tuple[float, str]] = set()
-    for h in hits:
-        for line in re.split(r"(?<=[.;])\s+|\n+", h.text):
-            if who is None or population(line) in (who, None):
-                out |= doses(line)
-    return out
+def drug_keys(lexicon: DrugLexicon, aliases: dict[str, list[str]]) -> dict[str, str]:
+    """Every spelling of a labelled drug (brand, generic, salt, alias) -> one name for it (the generic when known)."""
+    groups: dict[frozenset[str], list[str]] = {}
+    for entry in lexicon.entries.values():
+        groups.setdefault(frozenset(entry.doc_ids), []).append(entry.name)
+    keys: dict[str, str] = {}
+    for names in groups.values():
+        generic = [n for n in names if "generic" in lexicon.entries[n].kinds]
+        key = min(generic or names, key=lambda n: (len(n), n))
+        keys |= {n: key for n in names}
+    for name, spellings in aliases.items():
+        if name in keys:
+            keys |= {a.lower(): keys[name] for a in spellings}
+    return keys
 
 
 def _from_space(kb: str) -> bool:
     return kb == SHARED_SPACE or kb.startswith(SPACE_PREFIX)
 
 
+class _Labels:
+    """The curated label's dose statements per drug, read once per answer."""
+
+    def __init__(self, retriever: Retriever, keys: dict[str, str], cfg: GuidelineQASettings) -> None:
+        self.retriever, self.keys, self.cfg = retriever, keys, cfg
+        self.groups = {name: re.compile(p, re.IGNORECASE) for name, p in cfg.populations.items()}
+        self.read: dict[str, tuple[list[DoseStatement], str]] = {}
+
+    def of(self, drug: str) -> tuple[list[DoseStatement], str]:
+        """``(statements, label title)`` of ``drug``'s curated label; ``([], "")`` when it has none."""
+        if drug not in self.read:
+            spellings = {n for n, k in self.keys.items() if k == drug}
+            hits = [h for h in self.retriever.search(f"{drug} dosage and administration", LABEL_KB, 8)
+                    if spellings & {n.lower() for n in h.drug_names} or (h.title or "").lower() in spellings]  # fmt: skip
+            dosing: list[Hit] = [h for h in hits if h.section_code == DOSAGE_SECTION] or hits
+            found = [s for h in dosing for s in dose_statements(h.text, self.keys, self.groups, drug=drug)]
+            self.read[drug] = (found, dosing[0].title if dosing else "")
+        return self.read[drug]
+
+
 def split_conflicts(
-    bullets: Sequence[Bullet], retriever: Retriever, lexicon: DrugLexicon
+    bullets: Sequence[Bullet], retriever: Retriever, lexicon: DrugLexicon, cfg: GuidelineQASettings
 ) -> tuple[list[Bullet], list[DoseConflict]]:
-    """``(bullets kept, conflicts)``: space bullets whose doses the curated label does not state move out."""
+    """``(bullets kept, conflicts)``: space bullets stating a dose that contradicts the label's same slot move out."""
+    keys = drug_keys(lexicon, cfg.drug_aliases)
+    labels = _Labels(retriever, keys, cfg)
     kept: list[Bullet] = []
     conflicts: list[DoseConflict] = []
     for b in bullets:
-        stated = doses(b.text)
-        if not _from_space(b.evidence.kb) or not stated:
-            kept.append(b)
-            continue
-        who = population(b.text)
-        clash = None
-        for entry in lexicon.find_in(b.text):
-            label = _label_doses(retriever, entry.name, who)
-            if label is not None and not stated <= label:
-                clash = DoseConflict(text=b.text, kb=b.evidence.kb, chunk_id=b.evidence.chunk_id, drug=entry.name,
-                                     population=who, stated=sorted(f"{a:g} {u}" for a, u in stated - label),
-                                     label=sorted(f"{a:g} {u}" for a, u in label))  # fmt: skip
-                break
-        if clash is None:
+        conflict = _conflict(b, labels, cfg) if _from_space(b.evidence.kb) else None
+        if conflict is None:
             kept.append(b)
         else:
-            conflicts.append(clash)
+            conflicts.append(conflict)
     return kept, conflicts
+
+
+def _conflict(b: Bullet, labels: _Labels, cfg: GuidelineQASettings) -> DoseConflict | None:
+    """The conflict ``b`` makes with a curated label (its first contradicted drug), or ``None``."""
+    own = b.population if b.population in labels.groups else None
+    for stated in dose_statements(b.text, labels.keys, labels.groups, population=own):
+        if stated.drug is None:
+            continue
+        label, title = labels.of(stated.drug)
+        against = contradicts(stated, label, cfg.dose_band_tolerance)
+        if not against:
+            continue
+        wrong = [s for s in dose_statements(b.text, labels.keys, labels.groups, population=own)
+                 if s.drug == stated.drug and contradicts(s, label, cfg.dose_band_tolerance)]  # fmt: skip
+        source = b.evidence.ref.title if b.evidence.ref is not None else b.evidence.source
+        return DoseConflict(
+            text=b.text, kb=b.evidence.kb, chunk_id=b.evidence.chunk_id, drug=stated.drug,
+            population=stated.population, stated=list(dict.fromkeys(s.label() for s in wrong)),
+            label=list(dict.fromkeys(s.label() for s in against)), source=source,
+            label_source=f"{title} label" if title else f"{stated.drug} label",
+            label_lines=list(dict.fromkeys(s.text for s in against)),
+        )  # fmt: skip
+    return None

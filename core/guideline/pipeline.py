@@ -29,8 +29,9 @@ from core.guideline.compose import (
     plain_language,
     rank_sentences,
 )
-from core.guideline.conflicts import split_conflicts
+from core.guideline.conflicts import drug_keys, split_conflicts
 from core.guideline.constraints import Candidate
+from core.guideline.doses import stated_weight
 from core.guideline.gates import align, check_bullet, entity_guard, evidence_sentences, source_label
 from core.guideline.naming import identity_words, naming_words
 from core.guideline.preferences import SourceChoice
@@ -210,15 +211,16 @@ class GuidelineQA:
                               reason=_no_answer_reason(slot))  # fmt: skip
         group = question_population(asked, self.cfg)
         bullets = self._verify(drafts, found.evidence, trace, group)
-        bullets, conflicts = split_conflicts(bullets, self.retriever, lexicon)  # an upload never overrides a label
+        bullets, conflicts = split_conflicts(bullets, self.retriever, lexicon, self.cfg)  # a label is never overridden
         if conflicts:
             trace.add("conflicts", after=[c.chunk_id for c in conflicts], doses=[c.stated for c in conflicts])
         if not bullets:
             reason = "every drafted sentence failed the entailment gate"
             if conflicts:
                 c = conflicts[0]
-                reason = (f"an uploaded document states {', '.join(c.stated)} of {c.drug}, which the curated label "
-                          f"does not ({', '.join(c.label) or 'no dose'}): shown as a conflict, not as an answer")  # fmt: skip
+                reason = (f"{c.source or 'an uploaded document'} states {', '.join(c.stated)} of {c.drug}, where the "
+                          f"curated {c.label_source} states {', '.join(c.label) or 'no dose'}: shown as a conflict, "
+                          "not as an answer")  # fmt: skip
             return QAAbstention(question=question, route=decision.route, stage="verification", trace=trace,
                               reason=reason)  # fmt: skip
         own = [b for b in bullets if not b.other_population]  # the patient summary speaks of the asked group only
@@ -237,7 +239,8 @@ class GuidelineQA:
                       if c.hit.chunk_id not in {k.chunk_id for k in conflicts}],
             patient_summary=self._patient(own or bullets, trace, lexicon.names()),
             conflicts=conflicts,
-            disagreements=disagreements(bullets, slot.name),
+            disagreements=disagreements(bullets, slot.name, drug_keys(lexicon, self.cfg.drug_aliases), self.cfg,
+                                        stated_weight(asked)),
             population=group,
             backend=self.backend,
             confidence=shown,

@@ -14,10 +14,11 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from core.config.guideline import GuidelineQASettings
 from core.guideline.constraints import Candidate
+from core.guideline.doses import dose_statements
 from core.guideline.types import Bullet, Disagreement, SourceRef
 from core.kb.types import Hit
 
@@ -30,6 +31,7 @@ __all__ = [
     "question_population",
     "source_ref",
     "subsection_of",
+    "value_slots",
     "values_of",
 ]
 
@@ -136,26 +138,119 @@ def values_of(text: str) -> list[str]:
     return out
 
 
-def disagreements(bullets: list[Bullet], topic: str | None) -> list[Disagreement]:
-    """Where two documents state different values for the same patient group: one :class:`Disagreement` each.
+_TIME = re.compile(r"^\S+ (?:weeks?|months?|days?|hours?|years?)$")
+_AGE_BEFORE = re.compile(r"(?:\baged?|\bage of|older than|younger than|\bunder|\bbelow|\bover|\babove)\s*$", re.I)
+_AGE_AFTER = re.compile(r"\s*(?:of age|old\b|and (?:older|over|above)|or (?:older|more|over|above))", re.I)
 
-    Only bullets for the question's own population are compared; a document's values are the union
-    over its bullets. Two documents differ when each states a value the other does not.
+
+def value_slots(
+    text: str, drugs: Mapping[str, str], groups: Mapping[str, re.Pattern[str]], population: str | None = None
+) -> dict[str, list[str]]:
+    """What a sentence states, by slot: ``{"dose of pyrazinamide (mg/kg)": ["25 mg/kg"], "age": ["14 years"]}``.
+
+    Doses are read as slots (:mod:`core.guideline.doses`: drug, unit, weight band; tablet strengths are
+    no dose); the other values by their unit: a time span is an ``age`` when the words around it say so
+    ("aged 14 years", "12 years and older"), else a ``duration or timing``; air changes per hour, CD4
+    counts and percentages are slots of their own.
     """
-    by_doc: dict[str, dict[str | None, list[str]]] = {}
+    out: dict[str, list[str]] = {}
+    found = dose_statements(text, drugs, groups, population=population)
+    fixed = {(d.text, d.drug) for d in found if d.band and d.unit == "mg" and d.kind == "dose"}
+    for d in found:
+        if d.kind == "strength" or (d.band and d.unit == "mg/kg" and (d.text, d.drug) in fixed):
+            continue  # a band row's "approximate mg/kg" column restates its fixed dose
+        what = f"{'maximum ' if d.kind == 'max' else ''}dose{' of ' + d.drug if d.drug else ''}"
+        slot = f"{what} ({d.unit}{' by weight band' if d.band else ''})"  # a band's dose keeps its band
+        value = d.label().removeprefix("max ")
+        if value not in out.setdefault(slot, []):
+            out[slot].append(value)
+    for m in _VALUE.finditer(text):
+        value = _normal(m.group(0))
+        if re.search(r"\b(?:mg/kg|mg|g|mcg|micrograms?|ml)$", value):
+            continue  # doses are read as slots above; a volume alone says nothing comparable
+        if _TIME.search(value):
+            age = _AGE_BEFORE.search(text[max(0, m.start() - 14) : m.start()]) or _AGE_AFTER.match(text, m.end())
+            slot = "age" if age else "duration or timing"
+        else:
+            slot = value.split(" ", 1)[-1]
+        if value not in out.setdefault(slot, []):
+            out[slot].append(value)
+    return out
+
+
+def _normal(found: str) -> str:
+    """A value's normal form: ``two weeks`` is ``2 weeks``, ``4 to 8 weeks`` is ``4-8 weeks``, ``12 ACH`` is
+    ``12 air changes per hour``, ``1 week`` is ``1 weeks`` (one form for the singular and plural)."""
+    value = re.sub(r"\s+", " ", found.lower()).replace(" to ", "-")
+    value = re.sub(r"\b[a-z]+\b", lambda w: _WORDS.get(w.group(0), w.group(0)), value)
+    value = re.sub(r"\bach$", "air changes per hour", value)
+    return re.sub(r"^(\S+ (?:week|month|day|hour|year))$", r"\1s", value)
+
+
+def disagreements(
+    bullets: list[Bullet], topic: str | None, drugs: Mapping[str, str] | None = None,
+    cfg: GuidelineQASettings | None = None, weight: float | None = None,
+) -> list[Disagreement]:  # fmt: skip
+    """Where two documents state different values for the same slot and patient group: one :class:`Disagreement` each.
+
+    Only bullets for the question's own population are compared (a bullet naming no group counts as
+    the general, adult one). A slot is what a value measures (:func:`value_slots`): the dose of one
+    drug in one unit and weight band, an age, a duration or timing, air changes per hour; values of
+    different slots are never compared (a minimum age is no duration). A document's values for a slot
+    are the union over its bullets; two documents differ when each states a value the other does not.
+    ``topic`` (the question's slot) is kept for callers; the difference is named by its own slot. With
+    the patient's ``weight`` (kg, from the question), weight-band tables are compared in that band only.
+    """
+    groups = {name: re.compile(p, re.IGNORECASE) for name, p in (cfg.populations if cfg else {}).items()}
+    by_doc: dict[str, dict[tuple[str | None, str], list[str]]] = {}
     for b in bullets:
         if b.other_population or b.evidence.ref is None:
             continue
+        group = None if b.population in (None, "adults") else b.population
         per = by_doc.setdefault(b.evidence.ref.title, {})
-        vals = per.setdefault(b.population, [])
-        vals += [v for v in values_of(b.text) if v not in vals]
+        for slot, values in value_slots(b.text, drugs or {}, groups, b.population).items():
+            vals = per.setdefault((group, slot), [])
+            vals += [v for v in values if v not in vals]
     out: list[Disagreement] = []
-    docs = list(by_doc)
-    for group in {g for per in by_doc.values() for g in per}:
-        stated = {d: by_doc[d].get(group, []) for d in docs if by_doc[d].get(group)}
-        if len(stated) < 2:
-            continue
-        sets = [set(v) for v in stated.values()]
-        if any(a - b and b - a for i, a in enumerate(sets) for b in sets[i + 1 :]):
-            out.append(Disagreement(topic=(topic or "the answer").replace("_", " "), values=stated))
+    keys = list(dict.fromkeys(k for per in by_doc.values() for k in per))
+    for group, slot in keys:
+        stated = {d: per[(group, slot)] for d, per in by_doc.items() if per.get((group, slot))}
+        shown: dict[str, list[str]] = {}
+        docs = list(stated)
+        for i, first in enumerate(docs):
+            for second in docs[i + 1 :]:
+                pair = (_in_band(stated[first], weight), _in_band(stated[second], weight))
+                for doc, vals in zip((first, second), _differing(*pair), strict=True):
+                    if vals:
+                        shown[doc] = shown.get(doc, []) + [v for v in vals if v not in shown.get(doc, [])]
+        if len(shown) >= 2:
+            out.append(Disagreement(topic=slot + (f" ({group})" if group else ""), values=shown))
     return out
+
+
+_BAND = re.compile(r"^(.*) \((\d+(?:\.\d+)?)-(\d+(?:\.\d+)?) kg\)$")
+
+
+def _in_band(values: list[str], weight: float | None) -> list[str]:
+    """The values for the band holding ``weight`` (all of them without a weight, or for values without a band)."""
+    if weight is None:
+        return values
+    return [v for v in values if not (m := _BAND.match(v)) or float(m.group(2)) <= weight <= float(m.group(3))]
+
+
+def _differing(a: list[str], b: list[str]) -> tuple[list[str], list[str]]:
+    """What each of two documents states differently for one slot: ``([], [])`` when they do not differ.
+
+    Plain values differ when each document states one the other does not (both shown in full). A weight
+    band's doses differ only where both documents have the same band (within 1 kg: "40-54" and "40-55")
+    with another amount; only those bands are shown (two tables cut at other weights do not disagree).
+    """
+    bands_a = [(m.group(1), float(m.group(2)), float(m.group(3)), v) for v in a if (m := _BAND.match(v))]
+    bands_b = [(m.group(1), float(m.group(2)), float(m.group(3)), v) for v in b if (m := _BAND.match(v))]
+    if bands_a and bands_b:
+        pairs = [(x[3], y[3]) for x in bands_a for y in bands_b
+                 if abs(x[1] - y[1]) <= 1 and abs(x[2] - y[2]) <= 1 and x[0] != y[0]]  # fmt: skip
+        return list(dict.fromkeys(p[0] for p in pairs)), list(dict.fromkeys(p[1] for p in pairs))
+    if set(a) - set(b) and set(b) - set(a):
+        return a, b
+    return [], []

@@ -118,15 +118,19 @@ class Bullet(_Model):
 
 
 class DoseConflict(_Model):
-    """A dose from a document space that the curated label does not state (core.guideline.conflicts)."""
+    """A dose from a document space that contradicts the curated label's dose for the same slot
+    (drug, patient group, unit, weight band; core.guideline.conflicts): shown beside the label, never as the answer."""
 
     text: str = Field(description="The sentence from the uploaded document, shown as a conflict, never as the answer.")
     kb: str = Field(description="The document space it came from.")
     chunk_id: str
     drug: str
     population: str | None = None
-    stated: list[str] = Field(default_factory=list, description="Doses it states that the label does not.")
-    label: list[str] = Field(default_factory=list, description="Doses the curated label states for the population.")
+    stated: list[str] = Field(default_factory=list, description="Doses it states that contradict the label's.")
+    label: list[str] = Field(default_factory=list, description="The label's doses for the same slot.")
+    source: str = Field("", description="The uploaded document's title.")
+    label_source: str = Field("", description="The curated label's name (\"Isoniazid label\").")
+    label_lines: list[str] = Field(default_factory=list, description="The label's own lines stating its doses.")
 
 
 class TraceStep(_Model):
