@@ -235,8 +235,9 @@ class GuidelineQA:
             slot=slot.name,
             bullets=bullets,
             # a conflicting upload is shown once, as the conflict, never again as evidence beside the answer
-            evidence=[self._evidence_chunk(c) for c in found.evidence
-                      if c.hit.chunk_id not in {k.chunk_id for k in conflicts}],
+            # (unless another sentence of its chunk is a kept bullet, which must cite evidence shown)
+            evidence=[self._evidence_chunk(c) for c in found.evidence if c.hit.chunk_id not in
+                      {k.chunk_id for k in conflicts} - {b.evidence.chunk_id for b in bullets}],
             patient_summary=self._patient(own or bullets, trace, lexicon.names()),
             conflicts=conflicts,
             disagreements=disagreements(bullets, slot.name, drug_keys(lexicon, self.cfg.drug_aliases), self.cfg,
