@@ -29,7 +29,7 @@ from core.kb.spaces import SHARED_SPACE
 from core.kb.specs import LABEL_KB
 from core.kb.types import SPACE_PREFIX, Hit
 
-__all__ = ["drug_keys", "split_conflicts"]
+__all__ = ["conflict_reason", "drug_keys", "split_conflicts"]
 
 DOSAGE_SECTION = "34068-7"
 
@@ -112,3 +112,9 @@ def _conflict(b: Bullet, labels: _Labels, cfg: GuidelineQASettings) -> DoseConfl
             label_lines=list(dict.fromkeys(s.text for s in against)),
         )  # fmt: skip
     return None
+
+
+def conflict_reason(c: DoseConflict) -> str:
+    """Why nothing is answered when the only dose drafted is a conflict: both documents and their doses."""
+    return (f"{c.source or 'an uploaded document'} states {', '.join(c.stated)} of {c.drug}, where the curated "
+            f"{c.label_source} states {', '.join(c.label) or 'no dose'}: shown as a conflict, not as an answer")  # fmt: skip

@@ -29,7 +29,7 @@ from core.guideline.compose import (
     plain_language,
     rank_sentences,
 )
-from core.guideline.conflicts import drug_keys, split_conflicts
+from core.guideline.conflicts import conflict_reason, drug_keys, split_conflicts
 from core.guideline.constraints import Candidate
 from core.guideline.doses import stated_weight
 from core.guideline.gates import align, check_bullet, entity_guard, evidence_sentences, source_label
@@ -37,7 +37,7 @@ from core.guideline.naming import identity_words, naming_words
 from core.guideline.preferences import SourceChoice
 from core.guideline.retrieval import RetrievalOutcome, constrained_retrieval
 from core.guideline.router import drug_synonyms, route_question
-from core.guideline.slots import LABEL_SLOT_SECTIONS, Slot, focus_coverage, question_slot
+from core.guideline.slots import LABEL_SLOT_SECTIONS, Slot, focus_coverage, no_answer_reason, question_slot
 from core.guideline.sources import disagreements, passage_population, per_source, question_population, source_ref
 from core.guideline.statements import Statement, structural_statement, yes_no_statement
 from core.guideline.terms import TermReport, Vocabulary, everyday_words, resolve_question
@@ -208,19 +208,14 @@ class GuidelineQA:
         drafts = self._draft(asked, found.evidence, slot, trace, lexicon.names())
         if not drafts:
             return QAAbstention(question=question, route=decision.route, stage="generation", trace=trace,
-                              reason=_no_answer_reason(slot))  # fmt: skip
+                              reason=no_answer_reason(slot))  # fmt: skip
         group = question_population(asked, self.cfg)
         bullets = self._verify(drafts, found.evidence, trace, group)
         bullets, conflicts = split_conflicts(bullets, self.retriever, lexicon, self.cfg)  # a label is never overridden
         if conflicts:
             trace.add("conflicts", after=[c.chunk_id for c in conflicts], doses=[c.stated for c in conflicts])
         if not bullets:
-            reason = "every drafted sentence failed the entailment gate"
-            if conflicts:
-                c = conflicts[0]
-                reason = (f"{c.source or 'an uploaded document'} states {', '.join(c.stated)} of {c.drug}, where the "
-                          f"curated {c.label_source} states {', '.join(c.label) or 'no dose'}: shown as a conflict, "
-                          "not as an answer")  # fmt: skip
+            reason = conflict_reason(conflicts[0]) if conflicts else "every drafted sentence failed the entailment gate"
             return QAAbstention(question=question, route=decision.route, stage="verification", trace=trace,
                               reason=reason)  # fmt: skip
         own = [b for b in bullets if not b.other_population]  # the patient summary speaks of the asked group only
@@ -499,12 +494,3 @@ def _prefixes(text: str) -> frozenset[str]:
 
 def _chunk_ids(cands: list[Candidate]) -> list[str]:
     return [c.hit.chunk_id for c in cands]
-
-
-def _no_answer_reason(slot: Slot) -> str:
-    """Why no evidence sentence answered: the slot left empty, or the focus never mentioned."""
-    if slot.name is not None:
-        return f"no evidence sentence states the {slot.name.replace('_', ' ')} the question asks for"
-    if slot.focus:
-        return "no evidence sentence mentions what the question asks about (" + ", ".join(sorted(slot.focus)) + "...)"
-    return "the evidence yielded no answer sentence"

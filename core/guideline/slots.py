@@ -43,6 +43,7 @@ __all__ = [
     "focus_coverage",
     "focus_prefixes",
     "mentions_focus",
+    "no_answer_reason",
     "other_condition",
     "question_slot",
     "states_answer",
@@ -272,3 +273,12 @@ def yes_no(question: str, sentence: str, cfg: GuidelineQASettings, negated: bool
     negated_q = bool(find_phrases(question, cfg.negation_cues))
     negated_s = negated or bool(find_phrases(sentence, cfg.negation_cues))
     return "No" if negated_q != negated_s else "Yes"
+
+
+def no_answer_reason(slot: Slot) -> str:
+    """Why no evidence sentence answered: the slot left empty, or the focus never mentioned."""
+    if slot.name is not None:
+        return f"no evidence sentence states the {slot.name.replace('_', ' ')} the question asks for"
+    if slot.focus:
+        return "no evidence sentence mentions what the question asks about (" + ", ".join(sorted(slot.focus)) + "...)"
+    return "the evidence yielded no answer sentence"
