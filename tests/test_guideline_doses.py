@@ -98,8 +98,10 @@ def label_of(h: object) -> list[DoseStatement]:
         ("Pyrazinamide on haemodialysis: 25 mg/kg three times a week.", PZA_LABEL, False),
         ("Pyrazinamide on haemodialysis: 60 mg/kg three times a week.", PZA_LABEL, True),
         ("Isoniazid in pregnancy: 5 mg/kg daily.", INH_LABEL, False),
-        # a maximum per dose and one per day are different slots
+        # a maximum per dose and one per day are different slots; a lower maximum is more cautious, a higher one is not
         ("Isoniazid for adults: maximum 900 mg per dose.", INH_LABEL, False),
+        ("Give isoniazid to adults, never more than 200 mg a day.", INH_LABEL, False),
+        ("Give isoniazid to adults, never more than 600 mg a day.", INH_LABEL, True),
     ],
 )  # fmt: skip
 def test_a_dose_contradicts_the_label_only_in_the_same_slot(upload: str, label: object, conflict: bool) -> None:
@@ -179,6 +181,9 @@ def said(doc: str, text: str, population: str | None = None) -> Bullet:
         ("Weight band: 30-39 kg | Pyrazinamide (adults): 800 mg", "Weight band: 40-55 kg | Pyrazinamide (adults): 1000 mg", {}),
         ("Pyrazinamide for adults: 25 mg/kg daily.", "Ethambutol for adults: 15 mg/kg daily.", {}),
         ("Pyrazinamide for adults: 25 mg/kg daily.", "Weight band: 40-54 kg | Pyrazinamide (adults): 1000 mg", {}),
+        ("Ethambutol for adults: 15 mg/kg, to a maximum of 1600 mg daily.",
+         "Give ethambutol to adults at 15 mg/kg, never more than 1200 mg a day.",
+         {f"maximum dose of {KEYS['ethambutol']} (mg)": (["1600 mg"], ["1200 mg"])}),
         ("Isoniazid for children: 7-15 mg/kg daily.", "Isoniazid for children: 10-15 mg/kg daily.",
          {"dose of isoniazid (mg/kg)": (["7-15 mg/kg"], ["10-15 mg/kg"])}),
         # an age is no duration; air changes per hour read the same in either spelling

@@ -39,7 +39,8 @@ _TO_MG = {"g": 1000.0, "gram": 1000.0, "grams": 1000.0, "mcg": 0.001, "µg": 0.0
 _UNIT = {"milligram": "mg", "milligrams": "mg"}
 # A maximum is said with these words just before the amount; a strength with a count ("2 x 50 mg") or a dosage
 # form right after it, or in a cell or clause whose heading names the form.
-_MAX = re.compile(r"(?:max(?:imum)?(?: of)?|up to|not (?:to )?exceed(?:ing)?|no more than)\W*$", re.IGNORECASE)
+_MAX = re.compile(r"(?:max(?:imum)?(?: of)?|up to|not (?:to )?exceed(?:ing)?|(?:no|not|never) more than|at most)\W*$",
+                  re.IGNORECASE)  # fmt: skip
 _PER_DOSE = re.compile(r"\s*(?:/|per|a|each)\s*dose\b", re.IGNORECASE)
 _PER_DAY = re.compile(r"\s*(?:(?:per|a|each)\s+day\b|(?:once\s+)?daily\b)", re.IGNORECASE)
 _COUNT = re.compile(r"\d\s*[x×]\s*$", re.IGNORECASE)
@@ -207,8 +208,9 @@ def contradicts(stated: DoseStatement, label: Sequence[DoseStatement], tolerance
     """The label's statements that ``stated`` contradicts, or ``[]`` (consistent, or no comparable statement).
 
     Comparable: the same drug, patient group, kind and unit, and the same weight band or none. A
-    contradiction is an amount whose interval overlaps none of the label's for that slot, or a dose above
-    the label's maximum for the group when the label states only a maximum in that unit. A weight
+    contradiction is an amount whose interval overlaps none of the label's for that slot, a maximum above
+    the label's (a lower one is more cautious, not against it), or a dose above the label's maximum for
+    the group when the label states only a maximum in that unit. A weight
     band's fixed dose is compared with the label's mg/kg only for a gross error: read as mg/kg over
     the band, it lies more than ``tolerance`` times outside the label's mg/kg range.
     """
@@ -219,6 +221,8 @@ def contradicts(stated: DoseStatement, label: Sequence[DoseStatement], tolerance
             and (s.per is None or stated.per is None or s.per == stated.per)]  # fmt: skip
     direct = [s for s in same if s.unit == stated.unit
               and ((s.band is None and stated.band is None) or (s.band and stated.band and _same_band(s.band, stated.band)))]  # fmt: skip
+    if direct and stated.kind == "max":  # a lower maximum is more cautious than the label, not against it
+        return direct if stated.high > max(s.high for s in direct) else []
     if direct:
         overlap = any(s.low <= stated.high and stated.low <= s.high for s in direct)
         return [] if overlap else direct
