@@ -25,7 +25,8 @@ from tests.test_guideline_pipeline import GUIDES, qa_with
 from tests.test_guideline_sources import PZA
 
 CFG = GuidelineQASettings()
-ROWS = json.loads((Path(__file__).parent / "data" / "guideline_answer_calib_rows.json").read_text())["rows"]
+FIXTURE = json.loads((Path(__file__).parent / "data" / "guideline_answer_calib_rows.json").read_text())
+ROWS = FIXTURE["rows"]
 # Ranges the raw features take (log-odds capped at 12; shares in [0, 1]; at most 4 bullets and documents).
 RANGES = {"retrieval": (-12.0, 12.0), "cosine": (0.0, 1.0), "focus": (0.0, 1.0), "overlap": (0.0, 1.0),
           "space": (0.0, 1.0), "sources": (1.0, 4.0), "other_population": (0.0, 1.0), "bullets": (1.0, 4.0)}  # fmt: skip
@@ -58,7 +59,7 @@ def test_held_out_answers_are_not_shown_more_confidence_than_their_accuracy() ->
     shown = np.zeros(len(y))
     for k in range(5):
         held = np.arange(len(y)) % 5 == k
-        slopes, intercept = _fit(x[~held][:, cols], y[~held], 0.3)
+        slopes, intercept = _fit(x[~held][:, cols], y[~held], FIXTURE["C"])
         shown[held] = 1.0 / (1.0 + np.exp(-(x[held][:, cols] @ slopes + intercept)))
     assert ece(shown, y) <= 0.1
     for lo in (0.5, 0.7):  # the answers shown with a high confidence are right about that often

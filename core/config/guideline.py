@@ -27,8 +27,8 @@ _CALIB_MODEL = {
                    "query_tokens": -0.6268},
 }  # fmt: skip
 # The shown confidence over document spaces: fitted on the train split of bench/guideline_realdocs.py (112 answers,
-# 79 correct) by bench/fit_answer_confidence.py, 2026-11-27; 5-fold log-loss 0.542 (base rate 0.607), ECE 0.022.
-_ANSWER_CALIB = {"intercept": -1.8535, "space": 3.0169}
+# 80 correct) by bench/fit_answer_confidence.py, 2026-11-27; 5-fold log-loss 0.535 (base rate 0.599), ECE 0.034.
+_ANSWER_CALIB = {"intercept": -3.5394, "space": 4.017, "focus": 1.4906}
 
 
 class GuidelineQASettings(Group):

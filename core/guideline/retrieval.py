@@ -10,6 +10,7 @@ route the corpora in ``guideline.mixed_corpora`` are one more KB,
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from core.config.guideline import GuidelineQASettings
@@ -32,7 +33,7 @@ from core.guideline.text import key_tokens
 from core.guideline.types import RouteDecision, Trace
 from core.kb.protocols import Retriever
 
-__all__ = ["RetrievalOutcome", "constrained_retrieval", "kb_features"]
+__all__ = ["RetrievalOutcome", "constrained_retrieval", "kb_features", "spaces_first"]
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,18 @@ def _confidence(
     return model_confidence(own, coef)
 
 
+def spaces_first(ranked: list[Candidate], spaces: tuple[str, ...], covers: Callable[[Candidate], bool]) -> list[Candidate]:
+    """The chunks of the doctor's ``spaces`` before the curated KBs' when one of them ``covers`` the question.
+
+    Order is kept within each group; the curated KBs' chunks stay as further sources. Without this the curated
+    demo KBs, written to match short questions, crowd a loaded guideline out of the evidence.
+    """
+    own = [c for c in ranked if c.hit.kb in spaces]
+    if not any(covers(c) for c in own):
+        return ranked
+    return own + [c for c in ranked if c.hit.kb not in spaces]
+
+
 def constrained_retrieval(
     question: str, decision: RouteDecision, synonyms: set[str], retriever: Retriever,
     cfg: GuidelineQASettings, rrf_k: int, trace: Trace, focus: frozenset[str] = frozenset(),
@@ -174,6 +187,15 @@ def constrained_retrieval(
         kept = on_section + [c for c in merged if not c.is_label and c not in on_section]
         trace.add("section_only", _ids(merged), _ids(kept), markers=markers)
         merged = kept
+    if spaces and not only_spaces:  # the doctor's documents answer before the curated demo KBs when they cover it
+        def covers(c: Candidate) -> bool:
+            text = f"{c.hit.section_title}\n{' '.join(c.hit.section_path)}\n{c.hit.text}"
+            return c.confidence >= cfg.threshold(c.hit.kb) and (not focus or focus_coverage(text, focus, cfg) > 0)
+
+        first = spaces_first(merged, spaces, covers)
+        if first != merged:
+            trace.add("spaces_first", _ids(merged), _ids(first), spaces=list(spaces))
+            merged = first
     # every document that covers the question keeps its best chunk: its answer is shown on its own
     evidence = by_document(merged, cfg.evidence_chunks, lambda c: c.confidence >= cfg.threshold(c.hit.kb),
                            cfg.max_sources)  # fmt: skip
