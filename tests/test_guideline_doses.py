@@ -32,6 +32,9 @@ PZA_LABEL = hit("pza#dose", "The usual dose is 15 to 30 mg/kg once daily, not to
 INH_LABEL = hit("inh#dose", "Adults — Daily regimen: 5 mg/kg, up to 300 mg once daily.\nPediatric patients — Daily "
                 "regimen: 10 to 15 mg/kg, up to 300 mg once daily.", drug_names=("isoniazid",), title="Isoniazid",
                 section_code="34068-7")  # fmt: skip
+INH_LABEL_B6 = hit("inh#b6", "Preventive therapy: adults 300 mg once daily.\nGive pyridoxine (vitamin B6) 25 to 50 mg "
+                   "daily to patients at risk of peripheral neuropathy.", drug_names=("isoniazid",), title="Isoniazid",
+                   section_code="34068-7")  # fmt: skip
 EMB_LABEL = hit("emb#dose", "Guideline weight bands (adults, daily) — Dose: 800 mg for 40 to 55 kg; 1,200 mg for 56 to "
                 "75 kg; 1,600 mg for 76 to 90 kg.\nInitial treatment — Dose: 15 mg/kg once daily.",
                 drug_names=("demobutol", "ethambutol"), title="Demobutol", section_code="34068-7")  # fmt: skip
@@ -87,6 +90,10 @@ def label_of(h: object) -> list[DoseStatement]:
         # the same band in both documents, written either way, compares directly
         ("Ethambutol 40-54 kg: 800 mg daily.", EMB_LABEL, False),
         ("Ethambutol 40-54 kg: 1600 mg daily.", EMB_LABEL, True),
+        # the group's own line, not a general one: the label's pyridoxine line (25 to 50 mg, naming no group) is not
+        # the adult isoniazid dose, so 40 mg for adults contradicts the adult line (300 mg)
+        ("The adult dose of isoniazid is 40 mg once daily.", INH_LABEL_B6, True),
+        ("Isoniazid for adults: 300 mg once daily.", INH_LABEL_B6, False),
         # the same unit and group: a real contradiction, or a value inside the label's range
         ("The adult dose of isoniazid is 3000 mg once daily.", INH_LABEL, True),
         ("The adult dose of isoniazid is 900 mg once daily.", INH_LABEL, True),

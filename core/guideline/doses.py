@@ -207,7 +207,8 @@ def _same_band(a: tuple[float, float], b: tuple[float, float]) -> bool:
 def contradicts(stated: DoseStatement, label: Sequence[DoseStatement], tolerance: float) -> list[DoseStatement]:
     """The label's statements that ``stated`` contradicts, or ``[]`` (consistent, or no comparable statement).
 
-    Comparable: the same drug, patient group, kind and unit, and the same weight band or none. A
+    Comparable: the same drug, patient group, kind and unit, and the same weight band or none (the
+    label's line for the group itself when it has one, else its general line). A
     contradiction is an amount whose interval overlaps none of the label's for that slot, a maximum above
     the label's (a lower one is more cautious, not against it), or a dose above the label's maximum for
     the group when the label states only a maximum in that unit. A weight
@@ -221,6 +222,7 @@ def contradicts(stated: DoseStatement, label: Sequence[DoseStatement], tolerance
             and (s.per is None or stated.per is None or s.per == stated.per)]  # fmt: skip
     direct = [s for s in same if s.unit == stated.unit
               and ((s.band is None and stated.band is None) or (s.band and stated.band and _same_band(s.band, stated.band)))]  # fmt: skip
+    direct = [s for s in direct if s.population == stated.population] or direct  # the group's own line first
     if direct and stated.kind == "max":  # a lower maximum is more cautious than the label, not against it
         return direct if stated.high > max(s.high for s in direct) else []
     if direct:
