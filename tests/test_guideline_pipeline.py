@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -145,6 +146,29 @@ def test_llm_failure_falls_back_to_the_extractive_composer(tmp_path: Path, llm_s
     generate = result.trace.step("generate")
     assert generate is not None and generate.detail["backend"] == "extractive"
     assert generate.detail["fallback_from"] == "openai" and "503" in generate.detail["error"]
+    # the answer names who wrote it, and a model that failed the bullets is not asked for the patient summary
+    assert result.backend == "extractive"
+    guard = result.trace.step("entity_guard")
+    assert guard is not None and guard.detail["source"] == "glossary" and result.patient_summary
+    assert llm_server.requests and not any("Rewrite the clinician notes" in r.text() for r in llm_server.requests)
+
+
+def test_the_bullets_and_the_patient_summary_share_one_budget(tmp_path: Path, llm_server: FakeLLMServer) -> None:
+    """The feature's budget holds for the whole answer: a summary after slow bullets gets only what is left."""
+    budget = 6.0
+    llm_server.reply = "- Bedaquiline is given at 400 mg once daily for 2 weeks [1]."
+    llm_server.fail_slow(3.5, times=1)  # the bullets: slow, within the budget
+    llm_server.fail_slow(60.0, times=1)  # the summary: would take far longer than the budget
+    settings = make_settings(tmp_path, llm=llm_server.llm_overrides("openai", timeout_s=budget), guideline={"writer": "llm"})
+    started = time.monotonic()
+    result = qa_with(settings).answer("What is the dose of bedaquiline?")
+    took = time.monotonic() - started
+    assert isinstance(result, QAAnswer) and result.backend == "openai" and result.bullets
+    guard = result.trace.step("entity_guard")
+    assert guard is not None and guard.detail["source"] == "glossary"
+    assert any("Rewrite the clinician notes" in r.text() for r in llm_server.requests)  # the summary was asked
+    # a fresh budget for the summary would end at 3.5 + 6 s; the shared one ends at about 6 s
+    assert took < 1.5 * budget, took
 
 
 def test_an_empty_llm_draft_falls_back_to_quoting_the_evidence_unless_disabled(

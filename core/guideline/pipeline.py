@@ -205,7 +205,8 @@ class GuidelineQA:
         if not found.evidence:
             return QAAbstention(question=question, route=decision.route, reason=found.reason, stage=found.stage,
                               trace=trace)  # fmt: skip
-        drafts = self._draft(asked, found.evidence, slot, trace, lexicon.names())
+        token = CancelToken(feature_budget(self.settings, "guideline"))  # one budget for the bullets and the summary
+        drafts = self._draft(asked, found.evidence, slot, trace, lexicon.names(), token)
         if not drafts:
             return QAAbstention(question=question, route=decision.route, stage="generation", trace=trace,
                               reason=no_answer_reason(slot))  # fmt: skip
@@ -233,12 +234,12 @@ class GuidelineQA:
             # (unless another sentence of its chunk is a kept bullet, which must cite evidence shown)
             evidence=[self._evidence_chunk(c) for c in found.evidence if c.hit.chunk_id not in
                       {k.chunk_id for k in conflicts} - {b.evidence.chunk_id for b in bullets}],
-            patient_summary=self._patient(own or bullets, trace, lexicon.names()),
+            patient_summary=self._patient(own or bullets, trace, lexicon.names(), token),
             conflicts=conflicts,
             disagreements=disagreements(bullets, slot.name, drug_keys(lexicon, self.cfg.drug_aliases), self.cfg,
                                         stated_weight(asked)),
             population=group,
-            backend=self.backend,
+            backend=trace.writer(),
             confidence=shown,
             trace=trace,
         )
@@ -391,7 +392,7 @@ class GuidelineQA:
                         confidence=1.0, trace=trace)  # fmt: skip
 
     def _draft(
-        self, question: str, evidence: list[Candidate], slot: Slot, trace: Trace, names: list[str]
+        self, question: str, evidence: list[Candidate], slot: Slot, trace: Trace, names: list[str], token: CancelToken
     ) -> list[Draft]:
         """Bullets from the LLM, or from the extractive composer (no LLM, an LLM error, or an empty draft)."""
         failure: dict[str, str] = {}
@@ -400,8 +401,7 @@ class GuidelineQA:
             if not sentences:
                 trace.add("generate", backend=self.backend, raw="", note="no evidence sentence to prompt with")
                 return []
-            try:
-                token = CancelToken(feature_budget(self.settings, "guideline"))  # returns at the budget in wall time
+            try:  # chat_call returns at the token's budget in wall time
                 prompt = bullet_prompt(question, sentences, self.cfg)
                 reply = chat_call(self.llm, prompt, token, max_tokens=self.cfg.llm_max_tokens)
             except BackendError as exc:
@@ -466,16 +466,17 @@ class GuidelineQA:
                              section_path=list(hit.section_path), confidence=round(cand.confidence, 4), boost=cand.boost,
                              demo=hit.doc_id in self.catalog.demo_docs)  # fmt: skip
 
-    def _patient(self, bullets: list[Bullet], trace: Trace, names: list[str]) -> str | None:
-        """A patient-friendly summary whose sentences introduce no medical entity absent from the bullets."""
+    def _patient(self, bullets: list[Bullet], trace: Trace, names: list[str], token: CancelToken) -> str | None:
+        """A patient-friendly summary whose sentences introduce no medical entity absent from the bullets.
+
+        The model writes it only when it wrote the bullets, within what is left of ``token``'s budget."""
         if self.cfg.patient_summary == "off":
             return None
         clinician = [b.text for b in bullets]
         draft = plain_language(clinician, self.cfg)
         source = "glossary"
-        if self.llm is not None and self.cfg.patient_summary == "llm":
+        if self.llm is not None and self.cfg.patient_summary == "llm" and trace.writer() == self.backend:
             try:
-                token = CancelToken(feature_budget(self.settings, "guideline"))
                 reply = chat_call(self.llm, patient_prompt(clinician), token, max_tokens=self.cfg.patient_max_tokens)
                 draft = reply.text.strip()
                 source = self.backend

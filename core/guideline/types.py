@@ -157,6 +157,11 @@ class Trace(BaseModel):
         """The last step called ``name``, if any."""
         return next((s for s in reversed(self.steps) if s.name == name), None)
 
+    def writer(self) -> str:
+        """Who wrote the bullets: the backend the last ``generate`` step names (``extractive`` after a fallback)."""
+        step = self.step("generate")
+        return str(step.detail.get("backend", "extractive")) if step is not None else "extractive"
+
 
 class QAAnswer(BaseModel):
     """A supported answer: clinician bullets, an optional patient-friendly summary, the trace."""
