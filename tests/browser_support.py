@@ -166,11 +166,13 @@ def confirm_ai_statements(page: Page) -> int:
 
     boxes = page.locator(".st-key-attest [data-testid='stCheckbox']")
     expect(boxes.first).to_be_visible()
+    wait_idle(page)  # count only once the run is done: a busy machine shows the statements one by one
     n = boxes.count()
     for i in range(n):
         boxes.nth(i).locator("label").click()  # Streamlit's input is hidden behind its label
         expect(boxes.nth(i).get_by_role("checkbox")).to_be_checked()
         wait_idle(page)
+    assert boxes.count() == n, "an AI-derived statement appeared after the count"
     return n
 
 
