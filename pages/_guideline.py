@@ -13,7 +13,7 @@ from pages._text import inert, inert_badged
 
 if TYPE_CHECKING:
     from core.guideline.pipeline import GuidelineQA
-    from core.guideline.types import Bullet, Disagreement, DoseConflict, QAResult, Route
+    from core.guideline.types import Bullet, Disagreement, DoseConflict, QAAnswer, QAResult, Route
     from core.kb.base import KnowledgeBase
 
 ROUTES: dict[str, Route | None] = {
@@ -113,9 +113,9 @@ def _disagreement(d: Disagreement) -> None:
 
 def _conflict(k: DoseConflict) -> None:
     """An upload's dose that contradicts the curated label's same slot: both documents side by side, the label first."""
-    who = f" for {inert(k.population)}" if k.population else ""
+    who = f" for {k.population}" if k.population else ""
     with st.container(border=True):
-        st.markdown(f"**Sources differ on the dose of {inert(k.drug)}{who}: the label is not overridden.**")
+        st.markdown(f"**Sources differ on the dose of {inert(k.drug + who)}: the label is not overridden.**")
         label, upload = st.columns(2)
         label.markdown(f"**{inert(k.label_source or k.drug + ' label')}** (curated) states "
                        f"{inert(', '.join(k.label) or 'no dose')}")  # fmt: skip
@@ -139,6 +139,15 @@ def _chunk(text: str) -> None:
             st.caption(inert(block))
 
 
+def _confidence_label(result: QAAnswer) -> tuple[str, str]:
+    """What the shown number is: the fitted chance of being right (over documents) or the retrieval confidence."""
+    step = result.trace.step("answer_confidence")
+    if step is not None and step.detail.get("mapped"):
+        return "Chance right", ("Estimated chance that this answer is right, fitted on real guideline questions "
+                                "over uploaded documents (docs/GUIDELINE_QA.md, calibration).")  # fmt: skip
+    return "Retrieval confidence", "Calibrated confidence of the best evidence chunk, fitted on the demo knowledge bases."
+
+
 def show_result(result: QAResult) -> None:
     """An answer (a direct statement, one line per bullet, evidence behind a toggle), or the abstention card."""
 
@@ -160,7 +169,8 @@ def show_result(result: QAResult) -> None:
     else:
         m1, m2, m3 = st.columns(3)
         m1.metric("Bullets", len(result.bullets))
-        m2.metric("Retrieval confidence", f"{result.confidence:.0%}", help="Calibrated confidence of the best chunk.")
+        label, meaning = _confidence_label(result)
+        m2.metric(inert(label), f"{result.confidence:.0%}", help=meaning)
         m3.metric("Written by", result.backend)
         for k in result.conflicts:  # an upload that contradicts the label: beside the label, never as the answer
             _conflict(k)

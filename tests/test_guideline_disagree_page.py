@@ -17,6 +17,7 @@ import pytest
 from core.guideline.types import QAAnswer
 from core.kb.spaces import DocumentSpaces, owner_key
 from core.runtime import Runtime
+from pages._text import inert
 from tests.conftest import make_settings
 from tests.test_app_support import page, texts, use_root, user_of
 
@@ -77,6 +78,8 @@ def test_the_page_shows_each_documents_values_side_by_side(rt: Runtime, monkeypa
     result = at.session_state["guideline:result"]
     assert isinstance(result, QAAnswer), result
     assert {d.topic for d in result.disagreements} >= {"duration or timing (hiv)"}, result.disagreements
+    # over the doctor's documents the number is the fitted chance of being right, and says so
+    assert [m.label for m in at.metric][1] == inert("Chance right"), [m.label for m in at.metric]
     shown = texts(at)
     assert "Sources differ on duration or timing (hiv)" in shown, shown[:2000]
     for title, value in (("Ward A TB and HIV handbook", "2 weeks"), ("Ward B TB and HIV handbook", "8 weeks")):
