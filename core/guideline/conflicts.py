@@ -75,10 +75,13 @@ class _Labels:
 
 
 def split_conflicts(
-    bullets: Sequence[Bullet], retriever: Retriever, lexicon: DrugLexicon, cfg: GuidelineQASettings
+    bullets: Sequence[Bullet], retriever: Retriever, lexicon: DrugLexicon, cfg: GuidelineQASettings,
+    keys: dict[str, str] | None = None,
 ) -> tuple[list[Bullet], list[DoseConflict]]:
-    """``(bullets kept, conflicts)``: space bullets stating a dose that contradicts the label's same slot move out."""
-    keys = drug_keys(lexicon, cfg.drug_aliases)
+    """``(bullets kept, conflicts)``: space bullets stating a dose that contradicts the label's same slot move out.
+
+    ``keys``: :func:`drug_keys` of ``lexicon`` when the caller has it already (read from ``lexicon`` otherwise)."""
+    keys = drug_keys(lexicon, cfg.drug_aliases) if keys is None else keys
     labels = _Labels(retriever, keys, cfg)
     kept: list[Bullet] = []
     conflicts: list[DoseConflict] = []

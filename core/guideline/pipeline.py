@@ -212,7 +212,8 @@ class GuidelineQA:
                               reason=no_answer_reason(slot))  # fmt: skip
         group = question_population(asked, self.cfg)
         bullets = self._verify(drafts, found.evidence, trace, group)
-        bullets, conflicts = split_conflicts(bullets, self.retriever, lexicon, self.cfg)  # a label is never overridden
+        keys = drug_keys(lexicon, self.cfg.drug_aliases)  # every spelling of a labelled drug -> one name, once
+        bullets, conflicts = split_conflicts(bullets, self.retriever, lexicon, self.cfg, keys)  # a label is never overridden
         if conflicts:
             trace.add("conflicts", after=[c.chunk_id for c in conflicts], doses=[c.stated for c in conflicts])
         if not bullets:
@@ -236,8 +237,7 @@ class GuidelineQA:
                       {k.chunk_id for k in conflicts} - {b.evidence.chunk_id for b in bullets}],
             patient_summary=self._patient(own or bullets, trace, lexicon.names(), token),
             conflicts=conflicts,
-            disagreements=disagreements(bullets, slot.name, drug_keys(lexicon, self.cfg.drug_aliases), self.cfg,
-                                        stated_weight(asked)),
+            disagreements=disagreements(bullets, slot.name, keys, self.cfg, stated_weight(asked)),
             population=group,
             backend=trace.writer(),
             confidence=shown,
