@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
@@ -60,6 +61,19 @@ def _draft(args: argparse.Namespace) -> int:
     return 0
 
 
+def _outside_file(questions: str, data: Path) -> Path | None:
+    """The outside-format question file ``--questions`` names: the shipped set, a path, or none (doctor set only)."""
+    if questions in {"outside", "both"}:
+        return data / "ask_outside_questions.json"
+    if questions == "doctor":
+        return None
+    path = Path(questions)
+    if not path.is_file():
+        raise NotFoundError(f"No question file at {questions!r}", hint="--questions takes outside, doctor, both or the path "
+                            "of a JSON file in the outside set's format (tests/data/ask_outside_questions.json).")  # fmt: skip
+    return path
+
+
 def _eval(args: argparse.Namespace) -> int:
     from core.askeval.doctor_set import _scan_ids, load_questions, run_eval, summarise
     from core.askeval.outside_set import run_outside, summarise_outside
@@ -72,9 +86,11 @@ def _eval(args: argparse.Namespace) -> int:
     splits = ["train", "test"] if args.split == "all" else [args.split]
     out: dict[str, Any] = {"path": "llm" if llm else "extractive"}
     met = True
-    if args.questions in {"outside", "both"}:
-        items = [i for i in load_questions(data / "ask_outside_questions.json") if i["split"] in splits]
+    outside = _outside_file(args.questions, data)
+    if outside is not None:
+        items = [i for i in load_questions(outside) if i["split"] in splits]
         parts = run_outside(rt, items, _scan_ids(rt))
+        out["questionFile"] = str(outside)
         out["outside"] = {split: summarise_outside([p for p in parts if p.split == split]) for split in splits}
         if args.failures:  # the train split only: the test split is looked at in aggregate, never item by item
             out["outside_train_failures"] = [
@@ -137,7 +153,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=_draft)
     p = sub.add_parser("eval-ask", help="Run the doctor-question set against Ask AI (exit 1 when a test-split target is missed).")
     p.add_argument("--llm", action="store_true", help="Also use the configured LLM backend (doctor set only; default: extractive).")
-    p.add_argument("--questions", choices=["outside", "doctor", "both"], default="both", help="Which question set to run.")
+    p.add_argument(
+        "--questions", default="both", metavar="outside|doctor|both|PATH",
+        help="Which question set to run: the shipped sets, or the path of a question file in the outside set's format.",
+    )
     p.add_argument("--split", choices=["train", "test", "all"], default="all", help="Which frozen split to run.")
     p.add_argument("--failures", action="store_true", help="List the train items that missed their expectation.")
     p.add_argument("--sample", type=int, default=0, help="Run a seeded random sample of N items (0: all).")
