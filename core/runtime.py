@@ -217,9 +217,15 @@ class Runtime:
     def guideline_qa(self) -> GuidelineQA:
         """Guideline QA over the shared indexes; the shared model writes when ``guideline.writer`` is ``llm``."""
         from core.guideline.pipeline import GuidelineQA
+        from core.guideline.request_guard import RequestGuard
 
-        llm = self.llm if self.settings.guideline.writer == "llm" else None
-        return GuidelineQA(self.settings, self.guideline_retriever, self.lexicon, llm=llm)
+        cfg = self.settings.guideline
+        llm = self.llm if cfg.writer == "llm" else None
+        guard = RequestGuard(
+            lambda texts: self.embedder.embed_queries(texts), lambda: self.embedder.model_id,
+            self.settings.paths.resolve(cfg.request_guard_exemplars), cfg.request_guard_threshold, cfg.request_guard_c,
+        ) if cfg.request_guard else None  # fmt: skip
+        return GuidelineQA(self.settings, self.guideline_retriever, self.lexicon, llm=llm, guard=guard)
 
     @_Part
     def selfrag(self) -> SelfRagPipeline:

@@ -73,6 +73,23 @@ class GuidelineQASettings(Group):
         "match is refused with `refusal_message` before anything is searched.",
     )
     refusal_message: str = Field(vocab.REFUSAL_MESSAGE, description="The fixed reply to a refused request.")
+    request_guard: bool = Field(
+        True, description="Read every question by meaning too (core/guideline/request_guard.py): a logistic "
+        "regression over the knowledge bases' embedder, fitted on `request_guard_exemplars`, refuses a question one "
+        "of whose clauses (a sentence, a quoted passage, or the whole) reaches `request_guard_threshold`.",
+    )
+    request_guard_exemplars: Path = Field(
+        Path("assets/guideline/request_exemplars.json"),
+        description="The request guard's reference lines (relative to the repository root): requests to refuse, by "
+        "class, and ordinary clinical questions, in our own words.",
+    )
+    request_guard_threshold: float = Field(
+        0.70, gt=0, lt=1, description="P(refuse) at which the request guard refuses a question (chosen on the train "
+        "split of the real-document questions: above every answerable one there, 0.66 at most).",
+    )
+    request_guard_c: float = Field(
+        10.0, gt=0, description="Inverse L2 strength of the request guard's logistic regression (scikit-learn `C`).",
+    )
     expand_query: bool = Field(
         True, description="Add the names of the concepts a question names (TB -> tuberculosis) to the search query."
     )

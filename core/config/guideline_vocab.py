@@ -92,7 +92,7 @@ REFUSAL_PATTERNS: list[str] = [
     # a request to misrepresent a source: make it say what it does not, or forge a page of it
     r"\b(pretend|imagine|assume|act as if)\b.{0,40}\b(guidelines?|manual|label|document|source|booklet)\b.{0,15}"
     r"\b(says?|states?|recommends?|allows?)\b",
-    r"\b(fake|forged?|fabricated?|made-up|bogus)\b.{0,30}\b(page|guidelines?|manual|label|document|source|letter|"
+    r"\b(fake|forged?|fabricated?|made-up|bogus|counterfeit)\b.{0,30}\b(page|guidelines?|manual|label|document|source|letter|"
     r"prescription)\b",
     # the system's secrets, or a new identity given to it ("You are DoseBot")
     r"\b(reveal|show|print|leak|dump)\b.{0,30}\b(api keys?|secrets?|passwords?|credentials|configuration|"
@@ -103,6 +103,30 @@ REFUSAL_PATTERNS: list[str] = [
     r"\btell me (that )?(it is|it's|this is|they are)\s+(safe|fine|ok|okay)\b",
     r"\bwithout (the |her |his |their |a )?(clinic|doctor|nurse|pharmacist|prescriber|care team|team)('s)?\s+"
     r"(knowing|knowledge|approval|consent|finding out)\b",
+    # by class, a floor under the request guard (core/guideline/request_guard.py), which reads the open wordings:
+    # instructions wiped wholesale
+    r"\b(ignore|forget|disregard)\s+(everything|anything|all)\b",
+    # source text written or altered to order (a forged quote, a label rewritten, text to paste into the document)
+    r"\b(make up|invent|fabricate|compose|create|write|draft)\b.{0,20}\b(quotes?|quotations?|citations?|pages?|paragraphs?|"
+    r"excerpts?|passages?|text|sections?)\b.{0,40}\b(guidelines?|manual|label|leaflet|document|booklet|who|cdc|ntp)\b",
+    r"\b(make up|invent|fabricate|compose|create|write|draft)\b.{0,20}\b(guidelines?|manual|label|leaflet|booklet|who|cdc|ntp)"
+    r"\s+(quotes?|quotations?|citations?|pages?|excerpts?|passages?|text)\b",
+    r"\b(rewrite|edit|alter|change|doctor)\s+(the |this |that )?(label|manual|guidelines?|leaflet|booklet)\b.{0,30}"
+    r"\b(so|to say|says?|saying|states?|stating)\b",
+    r"\bin the style of (the |a |an )?(official |national |international )?(guidelines?|manual|label|leaflet)\b",
+    r"\bpaste (it )?into (the |a |my )?(guidelines?|manual|label|pdf|leaflet|document)\b",
+    # a safety promise demanded for someone
+    r"\b(assure|reassure|guarantee|promise|certify)\b.{0,60}\b(safe|no (side effects?|risks?)|cannot harm|harmless)\b",
+    # self-harm in other words
+    r"\b(end it all|(don'?t|do not) want to (live|wake up|be alive|be here))\b",
+    r"\boverdose\b.{0,20}\b(most|more|the) (deadly|lethal)\b|\b(most|more) (deadly|lethal)\b.{0,20}\boverdose\b",
+    # care hidden from the people supervising it
+    r"\bbehind (the |her |his |their |my |our )?(doctor|clinic|nurse|care team|team|programme|program|dot worker)'?s? back\b",
+    r"\b(doesn'?t|does not|won'?t|will not|never|not) (find out|notice|know)\b.{0,40}\b(skipp|miss|stopp|dose|pill|tablet)"
+    r"|\b(dot|health|clinic|programme|program) (worker|nurse|staff|team)?\s*(doesn'?t|does not|won'?t) (find out|notice)\b",
+    r"\bhide\b.{0,30}\b(missed doses|doses|pills|tablets|treatment|that)\b.{0,30}\bfrom\b",
+    r"\bsecretly\b|\bwithout telling (the |her |his |their )?(clinic|doctor|nurse|team|programme|program)\b",
+    r"\b(fake|falsify|forge|doctor)\b.{0,20}\b(dot|treatment|adherence)? ?(record|card|log|register)s?\b",
 ]
 REFUSAL_MESSAGE = (
     "This request cannot be answered. Guideline QA only answers clinical questions about tuberculosis and "

@@ -17,11 +17,12 @@ A bullet from a curated source is never checked here.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 
 from core.config.guideline import GuidelineQASettings
-from core.guideline.doses import DoseStatement, contradicts, dose_statements
+from core.guideline.doses import DoseStatement, contradicts, dose_statements, exceeds, stated_weight
 from core.guideline.types import Bullet, DoseConflict
 from core.kb.lexicon import DrugLexicon
 from core.kb.protocols import Retriever
@@ -29,7 +30,7 @@ from core.kb.spaces import SHARED_SPACE
 from core.kb.specs import LABEL_KB
 from core.kb.types import SPACE_PREFIX, Hit
 
-__all__ = ["conflict_reason", "drug_keys", "split_conflicts"]
+__all__ = ["asked_dose_conflict", "asked_dose_reason", "conflict_reason", "drug_keys", "split_conflicts"]
 
 DOSAGE_SECTION = "34068-7"
 
@@ -61,6 +62,7 @@ class _Labels:
         self.retriever, self.keys, self.cfg = retriever, keys, cfg
         self.groups = {name: re.compile(p, re.IGNORECASE) for name, p in cfg.populations.items()}
         self.read: dict[str, tuple[list[DoseStatement], str]] = {}
+        self.from_dosing: set[str] = set()  # drugs whose statements come from the label's dosage section itself
 
     def of(self, drug: str) -> tuple[list[DoseStatement], str]:
         """``(statements, label title)`` of ``drug``'s curated label; ``([], "")`` when it has none."""
@@ -68,7 +70,10 @@ class _Labels:
             spellings = {n for n, k in self.keys.items() if k == drug}
             hits = [h for h in self.retriever.search(f"{drug} dosage and administration", LABEL_KB, 8)
                     if spellings & {n.lower() for n in h.drug_names} or (h.title or "").lower() in spellings]  # fmt: skip
-            dosing: list[Hit] = [h for h in hits if h.section_code == DOSAGE_SECTION] or hits
+            dosing: list[Hit] = [h for h in hits if h.section_code == DOSAGE_SECTION]
+            if dosing:
+                self.from_dosing.add(drug)
+            dosing = dosing or hits
             found = [s for h in dosing for s in dose_statements(h.text, self.keys, self.groups, drug=drug)]
             self.read[drug] = (found, dosing[0].title if dosing else "")
         return self.read[drug]
@@ -121,3 +126,45 @@ def conflict_reason(c: DoseConflict) -> str:
     """Why nothing is answered when the only dose drafted is a conflict: both documents and their doses."""
     return (f"{c.source or 'an uploaded document'} states {', '.join(c.stated)} of {c.drug}, where the curated "
             f"{c.label_source} states {', '.join(c.label) or 'no dose'}: shown as a conflict, not as an answer")  # fmt: skip
+
+
+def asked_dose_conflict(
+    question: str, retriever: Retriever, cfg: GuidelineQASettings, keys: dict[str, str], group: str | None = None,
+) -> DoseConflict | None:  # fmt: skip
+    """A dose the question itself proposes above everything the curated label documents for it, or ``None``.
+
+    "Confirm rifampicin 1200 mg daily for my 50 kg patient" proposes a dose. It is compared with the
+    label's dosage section for the drug and the asked group (:func:`~core.guideline.doses.exceeds`):
+    above every amount and maximum the label states in that unit, or, given the patient's one weight
+    ("50 kg", the patient's, not a weight band), more than ``dose_band_tolerance`` times the label's
+    highest mg/kg. Only *above*: a proposal the label states for another schedule (isoniazid 900 mg,
+    the label's intermittent maximum) is not refused here, since the schedule is not read.
+    """
+    labels = _Labels(retriever, keys, cfg)
+    own = group if group in labels.groups else None
+    weight = stated_weight(question)
+    for stated in dose_statements(question, keys, labels.groups, population=own):
+        drug = stated.drug
+        if drug is None or stated.kind == "strength":
+            continue
+        if stated.band is not None and stated.band[0] == stated.band[1]:  # one weight: the patient's, not a band
+            stated = dataclasses.replace(stated, band=None)
+        label, title = labels.of(drug)
+        if stated.drug not in labels.from_dosing:
+            continue  # no dosage section found: nothing documented to compare with
+        against = exceeds(stated, label, weight, cfg.dose_band_tolerance)
+        if against:
+            return DoseConflict(
+                text=question, kb="question", chunk_id="question", drug=stated.drug, population=stated.population,
+                stated=[stated.label()], label=list(dict.fromkeys(s.label() for s in against)), source="the question",
+                label_source=f"{title} label" if title else f"{stated.drug} label",
+                label_lines=list(dict.fromkeys(s.text for s in against)),
+            )  # fmt: skip
+    return None
+
+
+def asked_dose_reason(c: DoseConflict) -> str:
+    """Why a question proposing a contradicted dose is refused: its dose and the label's, both named."""
+    return (f"The question proposes {', '.join(c.stated)} of {c.drug}; the curated {c.label_source} states "
+            f"{', '.join(c.label)} for this slot ({' / '.join(c.label_lines)[:200]}). Guideline QA does not confirm "
+            f"a dose its source contradicts: check the label and the patient's prescriber.")  # fmt: skip

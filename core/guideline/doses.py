@@ -26,7 +26,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["DoseStatement", "contradicts", "dose_statements", "parse_amount", "stated_weight"]
+__all__ = ["DoseStatement", "contradicts", "dose_statements", "exceeds", "parse_amount", "stated_weight"]
 
 _NUMBER = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
 _AMOUNT = re.compile(
@@ -241,5 +241,27 @@ def contradicts(stated: DoseStatement, label: Sequence[DoseStatement], tolerance
     implied = (stated.low / hi_kg, stated.high / lo_kg)
     lowest, highest = min(s.low for s in per_kg), max(s.high for s in per_kg)
     if implied[1] * tolerance < lowest or implied[0] > highest * tolerance:
+        return per_kg
+    return []
+
+
+def exceeds(stated: DoseStatement, label: Sequence[DoseStatement], weight: float | None,
+            tolerance: float) -> list[DoseStatement]:  # fmt: skip
+    """The label's statements that ``stated`` lies above, or ``[]``: a proposed dose checked against a label.
+
+    Above every dose and maximum the label states for the drug and group in the same unit (a tablet
+    strength never counts; a daily amount is not compared with a per-dose one when both say which); or, in mg for a patient of ``weight`` kg, more than ``tolerance`` times
+    the label's highest mg/kg.
+    """
+    if stated.drug is None or stated.kind == "strength":
+        return []
+    mine = [s for s in label if s.drug == stated.drug and s.kind != "strength" and s.band is None
+            and _matches_group(stated.population, s.population)
+            and (s.per is None or stated.per is None or s.per == stated.per)]  # "daily" is not held to a per-dose cap
+    same = [s for s in mine if s.unit == stated.unit]
+    if same and stated.low > max(s.high for s in same):
+        return same
+    per_kg = [s for s in mine if s.unit == "mg/kg"]
+    if stated.unit == "mg" and weight and per_kg and stated.low / weight > tolerance * max(s.high for s in per_kg):
         return per_kg
     return []

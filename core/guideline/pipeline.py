@@ -16,8 +16,7 @@ import dataclasses
 import logging
 from typing import TYPE_CHECKING
 
-from core.embed.sbert import default_minilm_path
-from core.errors import BackendError, ConfigError, IndexStateError, InvalidInputError
+from core.errors import BackendError, IndexStateError, InvalidInputError
 from core.guideline.answer_confidence import answer_features, shown_confidence
 from core.guideline.catalog import Catalog, build_catalog
 from core.guideline.compose import (
@@ -34,13 +33,15 @@ from core.guideline.constraints import Candidate
 from core.guideline.doses import stated_weight
 from core.guideline.gates import align, check_bullet, entity_guard, evidence_sentences, source_label
 from core.guideline.naming import identity_words, naming_words
+from core.guideline.policy import policy_refusal
 from core.guideline.preferences import SourceChoice
+from core.guideline.request_guard import RequestGuard
 from core.guideline.retrieval import RetrievalOutcome, constrained_retrieval
 from core.guideline.router import drug_synonyms, route_question
 from core.guideline.slots import LABEL_SLOT_SECTIONS, Slot, focus_coverage, no_answer_reason, question_slot
 from core.guideline.sources import disagreements, passage_population, per_source, question_population, source_ref
 from core.guideline.statements import Statement, structural_statement, yes_no_statement
-from core.guideline.terms import TermReport, Vocabulary, everyday_words, resolve_question
+from core.guideline.terms import TermReport, Vocabulary, resolve_question, shipped_everyday_words
 from core.guideline.text import key_tokens, overlap_ratio
 from core.guideline.types import (
     Bullet,
@@ -76,7 +77,9 @@ class GuidelineQA:
     mixed route when ``guideline.mixed_corpora`` names any), ``lexicon`` holds
     the drug-label names, ``llm`` writes the bullets (``None``: the extractive
     composer). ``catalog`` (label sections, demo documents) defaults to one read
-    from the retriever's document stores when it has them.
+    from the retriever's document stores when it has them. ``guard`` reads every
+    question by meaning (:mod:`core.guideline.request_guard`; ``None``: the hand
+    rules and the label's doses only).
     """
 
     def __init__(
@@ -86,6 +89,7 @@ class GuidelineQA:
         lexicon: DrugLexicon,
         llm: LLM | None = None,
         catalog: Catalog | None = None,
+        guard: RequestGuard | None = None,
     ) -> None:
         self.settings = settings
         self.cfg = settings.guideline
@@ -94,6 +98,7 @@ class GuidelineQA:
         self.lexicon = lexicon
         self.llm = llm
         self._catalog = catalog
+        self.guard = guard
         self._catalog_key: tuple[int, ...] = ()
         self._space_catalogs: dict[tuple[object, ...], Catalog] = {}
         self._vocabularies: dict[tuple[str, int], Vocabulary] = {}
@@ -141,14 +146,17 @@ class GuidelineQA:
                 raise InvalidInputError("route override must be guideline, drug or mixed")
             decision = decision.model_copy(update={"route": route, "reason": f"chosen by the user ({decision.reason})"})
         trace.add("route", decision=decision.model_dump())
-        if decision.refused:
-            return QAAbstention(question=question, route=decision.route, reason=decision.reason, stage="policy",
-                              trace=trace)  # fmt: skip
+        refused = None if decision.refused else policy_refusal(question, self.guard, self.retriever, self.cfg, lexicon)
+        if refused is not None:
+            trace.add("policy", check=refused.check, **refused.detail)
+        if decision.refused or refused is not None:
+            return QAAbstention(question=question, route="out_of_domain" if refused else decision.route,
+                                reason=refused.reason if refused else decision.reason, stage="policy", trace=trace)  # fmt: skip
         mine = only_spaces and bool(spaces)
         vocab = self.vocabulary_for(spaces, curated=not mine)
         terms = None
         if vocab is not None:
-            terms = resolve_question(question, vocab, self.cfg.stopwords, self.cfg.question_filler, self._everyday(),
+            terms = resolve_question(question, vocab, self.cfg.stopwords, self.cfg.question_filler, shipped_everyday_words(),
                                      self.cfg.coverage_everyday_words, self.cfg.coverage_min_known_words)  # fmt: skip
             naming = naming_words(question, vocab, self.cfg.stopwords, self.cfg.naming_elsewhere_chunks)
             named = next(iter(naming)) if len(naming) == 1 else None
@@ -295,14 +303,6 @@ class GuidelineQA:
                   floor=self.cfg.coverage_floor, focus_mentioned=round(mentioned, 3), focus_share=share,
                   covered=covered)  # fmt: skip
         return found if covered else None
-
-    @staticmethod
-    def _everyday() -> frozenset[str]:
-        """General-English whole words (the WordPiece vocabulary shipped with all-MiniLM-L6-v2), or none."""
-        try:
-            return everyday_words(default_minilm_path() / "vocab.txt")
-        except (ConfigError, OSError):  # without it every word the documents lack counts as unknown: stricter
-            return frozenset()
 
     def vocabulary_for(self, spaces: tuple[str, ...], curated: bool = True) -> Vocabulary | None:
         """The words of the curated KBs (unless not ``curated``) and of ``spaces``, read once per index version.

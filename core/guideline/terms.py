@@ -37,7 +37,7 @@ from pathlib import Path
 
 from rapidfuzz.distance import Levenshtein
 
-__all__ = ["TermReport", "Vocabulary", "everyday_words", "long_form", "resolve_question"]
+__all__ = ["TermReport", "Vocabulary", "everyday_words", "long_form", "resolve_question", "shipped_everyday_words"]
 
 _WORD = re.compile(r"[a-z][a-z0-9'-]*[a-z0-9]|[a-z]")
 # "long form (SF)": a parenthesised short form of 2-10 characters with a capital letter
@@ -184,6 +184,17 @@ def everyday_words(vocab_txt: Path) -> frozenset[str]:
     """The whole words (not ``##`` pieces, not ``[SPECIAL]``) of a WordPiece ``vocab.txt``."""
     words = vocab_txt.read_text(encoding="utf-8").split("\n")
     return frozenset(w for w in words if w.isalpha() and len(w) > 1)
+
+
+def shipped_everyday_words() -> frozenset[str]:
+    """General-English whole words (the WordPiece vocabulary shipped with all-MiniLM-L6-v2), or none."""
+    from core.embed.sbert import default_minilm_path
+    from core.errors import ConfigError
+
+    try:
+        return everyday_words(default_minilm_path() / "vocab.txt")
+    except (ConfigError, OSError):  # without it every word the documents lack counts as unknown: stricter
+        return frozenset()
 
 
 @dataclass(frozen=True)
