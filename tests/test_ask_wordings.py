@@ -185,24 +185,22 @@ def test_a_handled_part_beside_answered_parts(demo: Runtime, user: str, question
     else:
         assert _states_not_recorded(shown, expect[0]), shown
 
-# Not done: a lone term is looked up by design (``reader._bare_term``): the intent classifier cannot tell a lone drug
-# from a lone finding, and a term-kind model over e5 word embeddings tried for this (team word lists, 5-fold
-# accuracy 0.855) read "DVT" and "syrinx" as treatments, so it was not kept. Strict: a fix shows up here.
-LONE_TERM = pytest.mark.xfail(strict=True, reason="a lone drug or procedure term is looked up in the evidence, not pointed")
-# Terse: a treatment, drug or procedure typed alone or nearly alone (a truncated or brand drug name, a
-# procedure's shorthand, a modality), and short requests for advice. Guideline QA does not cover these scans.
+# A lone drug or procedure term ("cipro?") may also be a lone finding: it is looked up and pointed as well
+# (tests/test_ask_lone_terms.py), so the pointer is among its sentences rather than first.
+TERSE_LONE_TREATMENT = [
+    ("rahul.mehta", "cipro?"),
+    ("james.oconnor", "pred?"),
+    ("fatima.zahra", "lap appy?"),
+    ("li.wei", "intravitreal?"),
+    ("george.miller", "transplant workup?"),
+    ("ananya.iyer", "neoadjuvant?"),
+    ("hannah.schmidt", "ocrevus"),
+    ("imran.khan", "pleurodese?"),
+    ("samuel.okafor", "ADT duration"),
+    ("hannah.schmidt", "plasma exchange?"),
+    ("olivia.brown", "adjuvant immunotherapy?"),
+]
 TERSE_TREATMENT = [
-    pytest.param("rahul.mehta", "cipro?", marks=LONE_TERM),
-    pytest.param("james.oconnor", "pred?", marks=LONE_TERM),
-    pytest.param("fatima.zahra", "lap appy?", marks=LONE_TERM),
-    pytest.param("li.wei", "intravitreal?", marks=LONE_TERM),
-    pytest.param("george.miller", "transplant workup?", marks=LONE_TERM),
-    pytest.param("ananya.iyer", "neoadjuvant?", marks=LONE_TERM),
-    pytest.param("hannah.schmidt", "ocrevus", marks=LONE_TERM),
-    pytest.param("imran.khan", "pleurodese?", marks=LONE_TERM),
-    pytest.param("samuel.okafor", "ADT duration", marks=LONE_TERM),
-    pytest.param("hannah.schmidt", "plasma exchange?", marks=LONE_TERM),
-    pytest.param("olivia.brown", "adjuvant immunotherapy?", marks=LONE_TERM),
     ("fatima.zahra", "conservative mx?"),
     ("li.wei", "what do you advise"),
     ("ananya.iyer", "options?"),
@@ -226,6 +224,13 @@ TERSE_TREATMENT = [
 def test_a_terse_treatment_gets_the_pointer(demo: Runtime, user: str, question: str) -> None:
     shown, cited, carried = _ask(demo, user, question)
     assert is_pointer(shown) and NOT_COVERED in shown and carried is None and not cited, shown
+
+
+@pytest.mark.parametrize(("user", "question"), TERSE_LONE_TREATMENT)
+def test_a_lone_treatment_term_gets_the_pointer_beside_its_lookup(demo: Runtime, user: str, question: str) -> None:
+    shown, _, carried = _ask(demo, user, question)
+    assert is_pointer_in(shown) and NOT_COVERED in shown and carried is None, shown
+    assert "not recorded in the evidence" in shown or re.search(r"\d+ of \d+ similar cases record", shown), shown
 
 # Terse: a finding typed alone (the same shape as a lone drug name): looked up, never sent to the pointer.
 TERSE_ABSENT = [
@@ -276,7 +281,7 @@ def test_these_tables_are_held_out() -> None:
     from tests.test_ask_classes import _key
 
     team = {_key(t) for texts in json.loads(TEAM_EXAMPLES.read_text())["examples"].values() for t in texts}
-    tables = [*TREATMENT_WORDINGS, *TREATMENT_WORDINGS_IN_SCOPE, *TERSE_TREATMENT, *ABSENT_WORDINGS, *COMPOUND, *TERSE_ABSENT,
+    tables = [*TREATMENT_WORDINGS, *TREATMENT_WORDINGS_IN_SCOPE, *TERSE_TREATMENT, *TERSE_LONE_TREATMENT, *ABSENT_WORDINGS, *COMPOUND, *TERSE_ABSENT,
               *WORRY_ABSENT, *FRESH_TREATMENT, *FRESH_TREATMENT_IN_SCOPE, *FRESH_ABSENT, *FRESH_COMPOUND, *FRESH2_TREATMENT,
               *FRESH2_TREATMENT_IN_SCOPE, *FRESH2_ABSENT, *FRESH2_COMPOUND]  # fmt: skip
     rows = [getattr(r, "values", r) for r in tables]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from core.answer.concepts import concepts_of, matches
@@ -178,13 +178,18 @@ def answer_part(
     sentences: list[str] = []
     if u.intent == "count" and u.severity is None:
         counted, missing, events_only = count_concepts(u, facts, lexicon)
+        scope = covered_by_guidelines(f"{question} {u.text}", facts.ai_diagnosis, conditions) if u.may_treat else []
+        also = [pointer(bool(scope), conditions)] if u.may_treat else []  # a lone term that may name a treatment
         if missing and not counted and not events_only:  # an absent condition or finding: nothing to count over
-            return PartAnswer("not_recorded", (not_recorded_sentence(missing, facts),), not_recorded_sentence(missing, facts))
+            stated = (not_recorded_sentence(missing, facts), *also)
+            return PartAnswer("not_recorded", stated, " ".join(stated), bool(scope))
         sentences += counted
         if missing:
             sentences.append(not_recorded_sentence(missing, facts))
         sentences += body
-        return _with_caveat(u, sentences)
+        sentences += also
+        answered = _with_caveat(u, sentences)
+        return replace(answered, in_scope=bool(scope))
     if u.intent in {"outcomes", "prediction", "summary"}:  # "died vs recovered vs recurred": counted too
         counted, absent, events_only = count_concepts(u, facts, lexicon)
         same = f"{facts.n} of {facts.n} similar cases record {facts.ai_diagnosis.lower()}"

@@ -232,6 +232,12 @@ class QuestionReader:
                 text, terms, u, self._domain()
             ):
                 u = replace(u, intent="off_topic")
+            # a confident reading other than a look-up or a request stands ("AI conf?" is the AI reading; "sudoku?" is
+            # off topic); a look-up, a request or an unsure reading of a lone term is the lone-term answer
+            sure = p >= self.fallback_below and u.intent not in {"count", "treatment"}
+            if u.intent not in {"injection", "prediction"} and not sure and _bare_term(text, bool(_ACTION.search(text) or _DRUG.search(text)),
+                                                                          self.lexicon.surfaces):  # fmt: skip
+                u, terms = _lone_term(part, text, u, terms, self.lexicon)
             parts.append(replace(u, terms=terms))
         model = self._usable_model()
         return Reading(tuple(parts), split.report, model.design if model is not None else "cues")
@@ -273,6 +279,32 @@ def _treatment_only_for_this_patient(text: str, intent: Intent, conditions: Cont
     return intent
 
 
+# Endings that make a word a disease or a finding, never a treatment ("cholangitis", "lymphangiosis", "haemothorax").
+_FINDING_SHAPE = re.compile(
+    r"(?:itis|osis|oses|omas?|omata|a?emia|pathy|ectasis|plasia|trophy|megaly|rrhage|rrhoea|rrhea|celes?|liths?|iasis|"
+    r"algia|penia|o?edema|thorax|ism|isms|spasm|stenosis|cysts?|nodules?|lesions?|masse?s?|fractures?)$"
+)
+
+
+def _lone_term(part: str, text: str, u: Understanding, terms: tuple[str, ...], lexicon: ConditionLexicon) -> tuple[Understanding, tuple[str, ...]]:
+    """A term typed alone ("cipro?", "fat stranding?", "DVT?"): a look-up in the evidence, pointed as well when it may
+    name a treatment.
+
+    The reader cannot tell a lone drug or procedure from a lone finding (the classifier reads "SLNB?" as a count
+    and "cotton wool spots" as treatment), so the part is looked up (a count: "X is not recorded in the evidence of
+    these N cases", or the cases that record it) and, unless the term is a condition the lexicon knows, an outcome
+    event, a measurement, or shaped like a disease or finding ("-itis", "-oma", "-thorax"), the pointer is added:
+    each sentence is correct for one reading, and neither advises.
+    """
+    words = [w for w in re.findall(r"[a-z0-9][a-z0-9'-]*", text) if w not in {"any", "anyone", "the", "a", "an"}]
+    phrase = " ".join(words)
+    if not terms and not u.entities and not u.unknown and u.event is None and not u.attributes and phrase:
+        terms = (phrase,)  # common words that name a finding together ("fat stranding"): the phrase is the term
+    finding = bool(u.entities or u.event is not None or u.attributes or phrase in lexicon.surfaces
+                   or any(_FINDING_SHAPE.search(w) for w in words))  # fmt: skip
+    return replace(understand(part, lexicon, intent="count", confidence=u.confidence), may_treat=not finding), terms
+
+
 def _common_runs(text: str, known: frozenset[str]) -> tuple[str, ...]:
     """Runs of common content words (Zipf 4.4 to 5.5) that no vocabulary, frame word or event already covers."""
     from core.answer.concepts import FRAME
@@ -301,11 +333,12 @@ def _bare_term(text: str, action: bool, conditions: Container[str] = ()) -> bool
     """
     words = [w for w in re.findall(r"[a-z0-9][a-z0-9'-]*", text) if w not in {"any", "anyone", "the", "a", "an"}]
     return (
-        len(words) <= 2
+        len(words) <= 3
         and (any(zipf_frequency(w, "en") < _TERM_ZIPF or w in conditions for w in words) or " ".join(words) in conditions)
         and not action
         and cue_intent(text) == "summary"
-        and not re.search(r"\b(?:or|versus|vs|and|now|first|should|when|which|what|how)\b", text)
+        and not re.search(r"\b(?:or|versus|vs|and|now|first|should|when|which|what|how|needs?|needed|requires?|required|"
+                          r"indicated|worth|try|trial|give|start|stop)\b", text)
         and not _FOR_THIS_PATIENT.search(text)
         and not _ABOUT_PATIENT.search(text)
         and not _REQUEST.search(text)

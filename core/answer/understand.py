@@ -115,6 +115,8 @@ class Understanding:
     corrected: dict[str, str] = field(default_factory=dict)
     confidence: float = 1.0  # the classifier's probability of ``intent`` (1.0 for the cue patterns)
     terms: tuple[str, ...] = ()  # other clinical terms the question names (open vocabulary)
+    # A term typed alone ("cipro?") that may name a treatment as well as a finding: looked up, and pointed too.
+    may_treat: bool = False
 
 
 @lru_cache(maxsize=4)
