@@ -4,8 +4,8 @@
         --split train --json /tmp/train.json
     PYTHONPATH=. nice -n 5 .venv/bin/python bench/fit_answer_confidence.py /tmp/train.json
 
-Reads the answered items of a **train** split report (their raw evidence features and whether each was
-correct) and fits ``P(correct) = sigmoid(intercept + coef . features)`` with scikit-learn's
+Reads the answered items of one or more **train** split reports (their raw evidence features and whether
+each was correct; several question sets pool their train splits) and fits ``P(correct) = sigmoid(intercept + coef . features)`` with scikit-learn's
 LogisticRegression (Platt scaling of a linear evidence score). Features are chosen by greedy forward
 selection on repeated stratified 5-fold cross-validated log-loss, over the train split alone; a feature
 whose fitted sign disagrees with :data:`core.guideline.answer_confidence.DIRECTION` is never kept, so the
@@ -26,14 +26,16 @@ from core.guideline.answer_fit import fit_map
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("train_report", type=Path)
+    ap.add_argument("train_report", type=Path, nargs="+", help="one or more train split reports (question sets)")
     args = ap.parse_args()
-    report = json.loads(args.train_report.read_text())
-    if report.get("split") != "train":
-        sys.exit(f"{args.train_report}: split {report.get('split')!r}; the map is fitted on the train split only")
-    rows = [
-        r for r in report["items"] if r["expect"] in ("answer", "disagreement") and r["answered"] and "features" in r
-    ]
+    rows = []
+    for path in args.train_report:
+        report = json.loads(path.read_text())
+        if report.get("split") != "train":
+            sys.exit(f"{path}: split {report.get('split')!r}; the map is fitted on the train split only")
+        rows += [
+            r for r in report["items"] if r["expect"] in ("answer", "disagreement") and r["answered"] and "features" in r
+        ]
     labels = [int(bool(r.get("correct"))) for r in rows]
     print(f"{len(rows)} answered train items, {sum(labels)} correct", file=sys.stderr)
     coef, cv = fit_map([r["features"] for r in rows], labels, log=lambda m: print(m, file=sys.stderr))

@@ -121,7 +121,10 @@ def test_values_are_read_with_their_units(text: str, values: list[str]) -> None:
     ("question", "group"),
     [("Pyrazinamide dose for a child?", "children"), ("Is isoniazid safe in pregnancy?", "pregnancy"),
      ("Ethambutol dose on haemodialysis?", "renal"), ("What is the dose of pyrazinamide?", "adults"),
-     ("When to start ART in HIV?", "hiv"), ("Rifampicin in liver disease?", "hepatic")],
+     ("When to start ART in HIV?", "hiv"), ("Rifampicin in liver disease?", "hepatic"),
+     # a specific group before "adults", as for a passage
+     ("In an adult living with HIV, when does ART start?", "hiv"), ("Adults with renal failure: ethambutol dose?", "renal"),
+     ("Adult pyrazinamide dose?", "adults")],
 )  # fmt: skip
 def test_the_questions_population(question: str, group: str) -> None:
     assert question_population(question, CFG) == group

@@ -57,6 +57,12 @@ class GuidelineQASettings(Group):
         vocab.DIAGNOSIS_INTENT_KEYWORDS,
         description="Words that give a question diagnosis intent (switches on the diagnosis gate).",
     )
+    diagnosis_descriptive: list[str] = Field(
+        [r"\b(newly|recently|already|previously|just|been)\s+diagnosed\b", r"\bdiagnosed\s+(with|as)\b"],
+        description="Regular expressions (case-insensitive) of a diagnosis word that describes the patient (\"newly "
+        "diagnosed TB\", \"diagnosed with HIV\"): removed before `diagnosis_intent_keywords` are looked for, so a "
+        "question about treating a diagnosed patient keeps the passages that answer it.",
+    )
     concepts: dict[str, list[str]] = Field(
         vocab.CONCEPTS,
         description="Concept -> word forms, abbreviations and synonyms (whole words). A variant of a domain concept "
@@ -192,6 +198,11 @@ class GuidelineQASettings(Group):
     max_sources: int = Field(
         4, ge=1, description="Most documents an answer draws on: beyond the best evidence_chunks, the best chunk of each "
         "other document whose confidence passes its KB's threshold is kept, up to this many documents.",
+    )
+    evidence_per_source: int = Field(
+        2, ge=1, description="Most chunks each document other than the best one keeps in the evidence: its best, and "
+        "further ones that mention one of the question's focus words, so the passage each document "
+        "answers with reaches the comparison between documents (sources.by_document).",
     )
     coverage_floor: float = Field(
         0.65, ge=0, le=1, description="Scope by coverage: a question the router calls out of domain is still answered "

@@ -250,6 +250,7 @@ DIAGNOSIS_KEYWORDS: list[str] = [
     "naat", "xpert", "sputum", "specimen", "tuberculin", "tst", "microscopy", "pcr", "blood culture",
     "urinary antigen", "procalcitonin", "computed tomography", "imaging", "diagnos", "assay", "lf-lam",
     "line probe", "dst", "susceptibility testing", "genotypic", "phenotypic", "aspirate", "stool", "lumbar",
+    "screen",  # a screening question is answered by a passage about screening ("staff are screened every six months")
 ]  # fmt: skip
 # Question keyword (prefix) -> the label sections (LOINC codes) and heading words its answer lives under.
 SECTION_GROUPS: dict[str, list[str]] = {

@@ -197,7 +197,11 @@ def constrained_retrieval(
             trace.add("spaces_first", _ids(merged), _ids(first), spaces=list(spaces))
             merged = first
     # every document that covers the question keeps its best chunk: its answer is shown on its own
+    def mentions(c: Candidate) -> bool:
+        return not focus or focus_coverage(f"{c.hit.section_title}\n{' '.join(c.hit.section_path)}\n{c.hit.text}",
+                                           focus, cfg) > 0  # fmt: skip
+
     evidence = by_document(merged, cfg.evidence_chunks, lambda c: c.confidence >= cfg.threshold(c.hit.kb),
-                           cfg.max_sources)  # fmt: skip
+                           cfg.max_sources, cfg.evidence_per_source, mentions)  # fmt: skip
     trace.add("evidence", _ids(merged), _ids(evidence), kept=len(evidence))
     return RetrievalOutcome(evidence, best=best)

@@ -92,7 +92,10 @@ def route_question(question: str, lexicon: DrugLexicon, cfg: GuidelineQASettings
     triggers = _domain_words(question, cfg)
     drug_task = find_phrases(question, cfg.drug_task_keywords)
     guide_task = find_phrases(question, cfg.guideline_task_keywords)
-    diagnosis = bool(find_phrases(question, cfg.diagnosis_intent_keywords))
+    asked = question
+    for pattern in cfg.diagnosis_descriptive:  # "newly diagnosed TB" describes the patient: no diagnosis task
+        asked = re.sub(pattern, " ", asked, flags=re.IGNORECASE)
+    diagnosis = bool(find_phrases(asked, cfg.diagnosis_intent_keywords))
     words = {"drugs": drugs, "triggers": triggers, "drug_task": drug_task, "guideline_task": guide_task}
     if not drugs and not triggers:
         reason = "out of domain: the question names no tuberculosis or pneumonia term and no drug in the labels KB"

@@ -5,7 +5,7 @@
   and a passage are about (``guideline.populations``: children, pregnancy, HIV, renal, hepatic...);
   a question that names no group is about adults;
 * :func:`by_document` picks the evidence so that every document that covers the question keeps
-  its best chunk, and :func:`per_source` drafts each document's bullets apart, so two guidelines
+  its best chunks (``guideline.evidence_per_source``), and :func:`per_source` drafts each document's bullets apart, so two guidelines
   are never merged into one list;
 * :func:`disagreements` compares the values (doses, durations, timings with their units) the
   documents state for the same patient group and reports each difference as one.
@@ -84,11 +84,12 @@ def _groups(cfg: GuidelineQASettings) -> dict[str, re.Pattern[str]]:
 
 
 def question_population(question: str, cfg: GuidelineQASettings) -> str:
-    """The patient group the question names first (in ``guideline.populations`` order), else ``adults``."""
-    for name, pattern in _groups(cfg).items():
-        if pattern.search(question):
-            return name
-    return "adults"
+    """The patient group the question names (in ``guideline.populations`` order), else ``adults``.
+
+    A specific group comes before "adults", as for a passage: "an adult living with HIV" is asked about HIV.
+    """
+    found = [name for name, pattern in _groups(cfg).items() if pattern.search(question)]
+    return next((g for g in found if g != "adults"), "adults")
 
 
 def passage_population(hit: Hit, sentence: str, cfg: GuidelineQASettings) -> str | None:
@@ -106,16 +107,30 @@ def _lead(sentence: str) -> str:
     return re.split(r" \| |[,;:]", sentence, maxsplit=1)[0] if " | " in sentence else sentence
 
 
-def by_document(ranked: Sequence[Candidate], n: int, floor: Callable[[Candidate], bool], most_docs: int = 4) -> list[Candidate]:
-    """The best ``n`` candidates, plus the best one of every other document (up to ``most_docs``) that passes ``floor``."""
+def by_document(
+    ranked: Sequence[Candidate], n: int, floor: Callable[[Candidate], bool], most_docs: int = 4, per_doc: int = 1,
+    covers: Callable[[Candidate], bool] | None = None,
+) -> list[Candidate]:  # fmt: skip
+    """The best ``n`` candidates, plus the best ones of every other document (up to ``most_docs``) that pass ``floor``.
+
+    Every document but the first keeps up to ``per_doc`` chunks: its best, and further ones that also ``cover``
+    the question (mention its focus), so the passage a document answers with reaches the evidence even when a
+    worked example of the same document ranks above it; the comparison between documents then sees both.
+    """
     picked = list(ranked[:n])
-    docs = {c.hit.doc_id for c in picked}
+    top = picked[0].hit.doc_id if picked else None
+    count: dict[str, int] = {}
+    for c in picked:
+        count[c.hit.doc_id] = count.get(c.hit.doc_id, 0) + 1
     for cand in ranked[n:]:
-        if len(docs) >= most_docs:
-            break
-        if cand.hit.doc_id not in docs and floor(cand):
+        doc = cand.hit.doc_id
+        if doc not in count:
+            if len(count) < most_docs and floor(cand):
+                picked.append(cand)
+                count[doc] = 1
+        elif doc != top and count[doc] < per_doc and floor(cand) and (covers is None or covers(cand)):
             picked.append(cand)
-            docs.add(cand.hit.doc_id)
+            count[doc] += 1
     return picked
 
 
@@ -155,10 +170,11 @@ def value_slots(
     """
     out: dict[str, list[str]] = {}
     found = dose_statements(text, drugs, groups, population=population)
-    fixed = {(d.text, d.drug) for d in found if d.band and d.unit == "mg" and d.kind == "dose"}
+    # a table row's fixed dose (with its band, or with the band cut off by the chunk window)
+    fixed = {(d.text, d.drug) for d in found if (d.band or " | " in d.text) and d.unit == "mg" and d.kind == "dose"}
     for d in found:
-        if d.kind == "strength" or (d.band and d.unit == "mg/kg" and (d.text, d.drug) in fixed):
-            continue  # a band row's "approximate mg/kg" column restates its fixed dose
+        if d.kind == "strength" or (d.unit == "mg/kg" and (d.text, d.drug) in fixed):
+            continue  # a row's "approximate mg/kg" column restates its fixed dose
         what = f"{'maximum ' if d.kind == 'max' else ''}dose{' of ' + d.drug if d.drug else ''}"
         slot = f"{what} ({d.unit}{' by weight band' if d.band else ''})"  # a band's dose keeps its band
         value = d.label().removeprefix("max ")
@@ -196,7 +212,8 @@ def disagreements(
     Only bullets for the question's own population are compared (a bullet naming no group counts as
     the general, adult one). A slot is what a value measures (:func:`value_slots`): the dose of one
     drug in one unit and weight band, an age, a duration or timing, air changes per hour; values of
-    different slots are never compared (a minimum age is no duration). A document's values for a slot
+    different slots are never compared (a minimum age is no duration); a dose of a drug the lexicon does not
+    know is compared only under the same section heading (numbers aside). A document's values for a slot
     are the union over its bullets; two documents differ when each states a value the other does not.
     ``topic`` (the question's slot) is kept for callers; the difference is named by its own slot. With
     the patient's ``weight`` (kg, from the question), weight-band tables are compared in that band only.
@@ -208,7 +225,10 @@ def disagreements(
             continue
         group = None if b.population in (None, "adults") else b.population
         per = by_doc.setdefault(b.evidence.ref.title, {})
+        heading = re.sub(r"^[\d.\s]+", "", b.evidence.ref.section).strip().lower()
         for slot, values in value_slots(b.text, drugs or {}, groups, b.population).items():
+            if re.match(r"(?:maximum )?dose \(", slot):  # no known drug: the heading names what is dosed
+                slot = f"{slot} under '{heading}'"  # 3HP's 900 mg is no adalimumab dose; pyridoxine is pyridoxine
             vals = per.setdefault((group, slot), [])
             vals += [v for v in values if v not in vals]
     out: list[Disagreement] = []
