@@ -399,7 +399,7 @@ def test_fresh_compound_wordings(demo: Runtime, user: str, question: str, expect
 FRESH2_MISS = pytest.mark.xfail(strict=True, reason="'would X help' / 'could he have X' with no treatment word: read as a summary")
 FRESH2_TREATMENT = [
     ("hannah.schmidt", "is she eligible for ocrelizumab"),
-    pytest.param("james.oconnor", "in his case would a fusion help", marks=FRESH2_MISS),
+    ("james.oconnor", "in his case would a fusion help"),  # passes since the second outside set's train split was learned
     ("li.wei", "should the eye team see him this week"),
     ("ananya.iyer", "what adjuvant plan do you propose"),
     pytest.param("george.miller", "could he have a liver transplant", marks=FRESH2_MISS),

@@ -30,7 +30,7 @@ from core.answer.lexicon import ConditionLexicon, default_lexicon
 from core.answer.parts_answer import about_future
 from core.answer.split import split_question
 from core.answer.terms import clinical_terms
-from core.answer.understand import COMMON, Understanding, _vocabulary, cue_intent, normalise, understand
+from core.answer.understand import COMMON, EVENTS, Understanding, _vocabulary, cue_intent, normalise, understand
 
 __all__ = ["INTENT_LABELS", "QuestionReader", "Reading"]
 
@@ -262,6 +262,14 @@ def _treatment_only_for_this_patient(text: str, intent: Intent, conditions: Cont
     "will he need surgery" (no request for what to do) is a question about his future.
     """
     action = bool(_ACTION.search(text) or _DRUG.search(text))
+    if intent not in {"injection", "treatment"} and _options(text, conditions):
+        return "treatment"  # "NSAIDs or opioids", "brachy or external beam": an option put for this patient
+    if intent == "off_topic" and _INDICATED.search(text):
+        return "treatment"  # "is a PSMA PET indicated": a request, whatever the classifier read
+    if intent == "injection" and (_DOSE_OR_DRUG_REQUEST.search(text) or cue_intent(text) == "treatment"):
+        # the classifier's injection reading with no instruction pattern (the whole question passed those): a dose or
+        # a drug asked for this patient ("start apixaban when? dose") is a request, pointed (no dose either way)
+        return "treatment"
     if intent == "treatment" and _bare_term(text, action, conditions):
         return "count"  # a lone term ("DVT?", "pneumoperitoneum?") asks whether the evidence records it
     if intent == "treatment" and not action:
@@ -300,9 +308,32 @@ def _lone_term(part: str, text: str, u: Understanding, terms: tuple[str, ...], l
     phrase = " ".join(words)
     if not terms and not u.entities and not u.unknown and u.event is None and not u.attributes and phrase:
         terms = (phrase,)  # common words that name a finding together ("fat stranding"): the phrase is the term
-    finding = bool(u.entities or u.event is not None or u.attributes or phrase in lexicon.surfaces
+    # a condition only when it is the whole term: "appy" is appendicitis, "lap appy" a procedure
+    finding = bool(u.event is not None or u.attributes or phrase in lexicon.surfaces
                    or any(_FINDING_SHAPE.search(w) for w in words))  # fmt: skip
     return replace(understand(part, lexicon, intent="count", confidence=u.confidence), may_treat=not finding), terms
+
+
+_INDICATED = re.compile(r"\b(?:is|are|would|be) (?:an? |the )?[a-z0-9 -]{1,30}\bindicated\b")
+_OPTION_SIDE = re.compile(r"^(?:an? |the )?[a-z0-9-]+(?: [a-z0-9-]+){0,2}$")
+
+
+def _options(text: str, conditions: Container[str]) -> bool:
+    """True when the part only puts options side by side ("NSAIDs or opioids", "brachy or external beam"): short
+    sides, no question word, none a condition the lexicon knows or a word shaped like a finding ("cyst or abscess"),
+    at least one side a rare word. Conditions side by side ("tb vs ca vs pneumonia") are a differential."""
+    sides = [x.strip(" ?") for x in re.split(r"\b(?:or|vs|versus)\b", text)]
+    if len(sides) < 2 or not all(_OPTION_SIDE.match(x) for x in sides) or _ASKS.match(text) or cue_intent(text) != "summary":
+        return False
+    words = [w for x in sides for w in x.split()]
+    events = {c for e in EVENTS for c in e.cues}
+    if ({"any", "count", "counts", "number", "recorded", "seen", "them", "cases"} | events) & set(words) or any(
+        w[0].isdigit() for w in words
+    ):
+        return False  # "any cavitation or any CJD", "distant vs local recurrence counts": asked of the similar cases
+    if any(x in conditions or w in conditions for x in sides for w in x.split()) or any(_FINDING_SHAPE.search(w) for w in words):
+        return False
+    return any(zipf_frequency(w, "en") < _TERM_ZIPF for w in words)
 
 
 def _common_runs(text: str, known: frozenset[str]) -> tuple[str, ...]:

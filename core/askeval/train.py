@@ -1,7 +1,8 @@
 """``train-ask-intent``: train the intent classifier on the train splits, choose by cross-validation on train.
 
-Training examples are the question parts of the outside set's train split (each part's
-text and intent), the doctor-question set's train items and the team's own examples
+Training examples are the question parts of both outside sets' train splits (each part's
+text and intent; the second set, ``ask_outside2_questions.json``, from issue 23's second
+outside tester), the doctor-question set's train items and the team's own examples
 (``core/askeval/data/intent_examples.json``: classes of phrasing the train splits lack,
 written in the team's words, never taken from either set), normalised as the reader
 normalises them and embedded with the project's embedder (``embed`` settings). The
@@ -76,6 +77,13 @@ def examples(data: Path, split: str) -> list[tuple[str, str, str]]:
         for part in item["parts"]:
             if (intent := OUTSIDE_TO_INTENT.get(part["intent"])) is not None:
                 out.append(("outside", _as_read(part["text"], lex), intent))
+    second = data / "ask_outside2_questions.json"  # the second outside set (issue 23): its train split teaches too
+    for item in json.loads(second.read_text())["items"] if second.is_file() else []:
+        if item["split"] != split:
+            continue
+        for part in item["parts"]:
+            if (intent := OUTSIDE_TO_INTENT.get(part["intent"])) is not None:
+                out.append(("outside2", _as_read(part["text"], lex), intent))
     doctor = json.loads((data / "doctor_questions.json").read_text())["items"]
     for item in doctor:
         if item["split"] == split and item.get("intent") in INTENTS and item["expect"]["behaviour"] != "no_comparable":
@@ -172,7 +180,7 @@ def train(embedder: Any, data: Path, out: Path = MODEL_PATH) -> dict[str, Any]:
         (n, [p for p, _ in m.predict(x_test)]) for n, m in designs.items()
     ]:
         scores[name] = {"all": _accuracy(preds, gold)}
-        for s in ("outside", "doctor"):
+        for s in ("outside", "outside2", "doctor"):
             idx = [i for i, (src, _, _) in enumerate(test_ex) if src == s]
             scores[name][s] = _accuracy([preds[i] for i in idx], [gold[i] for i in idx])
     report["test_intent_accuracy"] = scores  # reported only: the choice below never sees the test splits
