@@ -1,10 +1,10 @@
 """CPU features and the int8 linear layers of the torch e5 engine (for CPUs without bf16).
 
-Why torch's own dynamic int8 (``quantized::linear_dynamic``, fbgemm) and not ONNX Runtime:
-both quantise the weights once (per output channel here) and the activations per call (one
-scale per matrix), and both run u8 x s8 dot products on VNNI. torch is installed already and
-runs the encoder we wrote; ONNX Runtime would add a package, an exporter and a second model
-file to keep in step with the weights (docs/benchmarks/embed.md has the comparison).
+torch's own dynamic int8 (``quantized::linear_dynamic``, fbgemm): weights quantised once per
+output channel, activations per call. Since 2026-11-28 ``embed.engine`` ``auto`` runs int8 on
+ONNX Runtime instead (:mod:`core.embed.e5_onnx`, the same scheme and the same outlier rule in a
+fused graph: about 2x this path, docs/benchmarks/embed.md); this path serves ``engine`` ``torch``
+and machines without onnxruntime.
 
 Two things decide the accuracy (cosine to float32's vectors, minimum over 240-token chunks,
 ``bench/embed_bench.py``):

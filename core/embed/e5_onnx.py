@@ -202,7 +202,8 @@ def _graph(
         "LayerNormalization", ["emb", const("emb.ln.w", t["emb.ln.w"]), const("emb.ln.b", t["emb.ln.b"])],
         ["h0"], axis=-1, epsilon=f.eps,
     ))  # fmt: skip
-    const("minus1", np.array([-1], dtype=np.int64))
+    if outlier_ratio is not None or ends:
+        const("minus1", np.array([-1], dtype=np.int64))
     if outlier_ratio is not None:
         const("ratio", np.array(outlier_ratio, dtype=np.float32))
         const("one", np.array([1], dtype=np.int64))
