@@ -40,6 +40,7 @@ beside each: a model whose bytes do not match it is rebuilt, never used. Nothing
 from __future__ import annotations
 
 import logging
+import os
 import struct
 from functools import lru_cache
 from pathlib import Path
@@ -288,14 +289,14 @@ def build_model(f: E5File, variant: Variant, cache_dir: Path, digest: str) -> Pa
     check = out.with_name(out.name + ".sha256")
     if out.exists() and check.exists() and check.read_text(encoding="ascii").strip() == file_sha256(out):
         return out
-    tmp = out.with_name(out.name + ".tmp")
+    tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")  # two processes building at once never share a file
     if variant in ("int8", "int8rows", "int8ends"):
         from onnxruntime.quantization import QuantType, quantize_dynamic
 
         if variant == "int8":
             src = build_model(f, "float32", cache_dir, digest)
         else:
-            src = out.with_name(out.name + ".float32.tmp")
+            src = out.with_name(f"{out.name}.{os.getpid()}.float32.tmp")
             split = {"outlier_ratio": OUTLIER_RATIO} if variant == "int8rows" else {"ends": True}
             onnx.save(_graph(f, "float32", default_e5_path(), **split), src)
         exclude = [n.name for n in onnx.load(src).graph.node if n.name.endswith(".rows")]  # outlier rows: float32
