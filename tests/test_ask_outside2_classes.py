@@ -128,6 +128,31 @@ def test_these_tables_are_held_out() -> None:
     for name in ("ask_outside_questions.json", "ask_outside2_questions.json"):
         items = json.loads((data / name).read_text())["items"]
         seen |= {_key(i["question"]) for i in items} | {_key(p["text"]) for i in items for p in i["parts"]}
-    rows = [getattr(r, "values", r) for r in [*ADMIN, *WHY, *FUTURE, *PRIOR, *AI_READING]]
+    rows = [getattr(r, "values", r) for r in [*ADMIN, *WHY, *FUTURE, *PRIOR, *AI_READING, *FRAMED_COUNTS]]
     mine = [str(r[1]) for r in rows] + INJECTIONS
     assert len({_key(q) for q in mine}) == len(mine) and not {_key(q) for q in mine} & seen
+
+
+# A counted outcome framed by words that only frame it ("were left with", "only", "experienced", "suffered"):
+# (patient, question, concept, evidence terms the scorer counts, as in the outside sets' rule).
+FRAMED_COUNTS = [
+    ("maria.gonzalez", "how many only suffered mild residual weakness", "mild weakness", ["mild residual weakness"]),
+    ("maria.gonzalez", "number who experienced moderate disability", "moderate disability", ["moderate disability"]),
+    ("priya.nair", "proportion left with residual changes", "residual changes", ["residual changes"]),
+    ("rahul.mehta", "how many experienced a progressive decline in lung function", "progressive decline",
+     ["progressive decline"]),
+    ("imran.khan", "how many suffered a recurrence within 12 months", "recurrence", ["recurrence within"]),
+    ("fatima.zahra", "how many only recovered after a complicated course", "complicated course", ["complicated course"]),
+]
+
+
+@pytest.mark.parametrize(("user", "question", "concept", "terms"), FRAMED_COUNTS)
+def test_a_framed_count_counts_the_outcome(demo: Runtime, user: str, question: str, concept: str, terms: list[str]) -> None:
+    from core.answer.service import answer_readonly
+    from core.askeval.outside_set import score_part
+    from tests.conftest import scan_of
+
+    result, res = answer_readonly(demo, scan_of(demo, user), question)
+    part = {"expect": {"behaviour": "count", "concept": concept, "evidence_terms": terms}}
+    ok, why = score_part(part, res.answer.answer, result, res.answer.citedCaseIds, res.guideline_question, question)
+    assert ok, (why, res.answer.answer)

@@ -35,7 +35,9 @@ FRAME = frozenset(
         "comparable retrieved them they these those their among there it its this that eyes men women lesions "
         "sim cohort group so than or also and please tell me you us list overall total just really still ever scan scans study studies image images imaging this current like look looks looked "
         "months month years year weeks week days day mo mos yr yrs wk wks m y d w his her him he she i we my our your "
-        "would could able kindly tell please you me whether whats what's if mind know give let see"
+        "would could able kindly tell please you me whether whats what's if mind know give let see "
+        # words that frame an outcome rather than name it ("were left with", "only", "experienced", "suffered")
+        "left only experienced experiencing suffered suffering sustained"
     )
 )
 _SPECIFIC_ZIPF = 4.4  # below this a word is specific enough to be looked up (pregnant, drain; ok, like above)
