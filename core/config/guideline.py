@@ -94,7 +94,7 @@ class GuidelineQASettings(Group):
     )
     request_guard_threshold: float = Field(
         0.70, gt=0, lt=1, description="P(refuse) at which the request guard refuses a question (chosen on the train "
-        "split of the real-document questions: above every answerable one there, 0.66 at most).",
+        "splits of both real-document question sets: above every answerable one there, 0.68 at most).",
     )
     request_guard_c: float = Field(
         10.0, gt=0, description="Inverse L2 strength of the request guard's logistic regression (scikit-learn `C`).",

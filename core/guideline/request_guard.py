@@ -8,7 +8,8 @@ forged source, a safety promise without caveats, self-harm, dosing hidden from t
 unsafe dose for a named patient "anyway") and ordinary clinical questions (a named patient's dose
 within the range, a contraindication asked about, an overdose's management). A logistic regression
 over the embedder's query vectors of those lines gives P(refuse) of a text; a question is refused
-when one of its clauses (a sentence, a quoted or pasted passage, or the whole question) reaches
+when one of its clauses (a sentence, a quoted or pasted passage, a base64 run decoded, or the whole
+question) reaches
 ``guideline.request_guard_threshold``, so a request placed after an ordinary question, or inside
 quoted document text, is read on its own.
 
@@ -20,6 +21,8 @@ served with another embedder or an edited reference file, the guard refits in me
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import json
 import logging
@@ -30,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["SHIPPED", "GuardFit", "RequestGuard", "clauses", "fit_guard", "load_exemplars"]
+__all__ = ["SHIPPED", "GuardFit", "RequestGuard", "clauses", "decoded_runs", "fit_guard", "load_exemplars"]
 
 log = logging.getLogger(__name__)
 
@@ -38,12 +41,28 @@ Embed = Callable[[Sequence[str]], np.ndarray]
 SHIPPED = Path(__file__).parent / "data" / "request_guard.json"
 # a quoted or bracketed passage ("...", '...', <<...>>, <!-- ... -->) is read as a clause of its own
 _QUOTED = re.compile(r"\"([^\"]{12,})\"|'([^']{12,})'|“([^”]{12,})”|<<(.{12,}?)>>|<!--(.{12,}?)-->", re.S)
+_BASE64 = re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{16,}={0,2}(?![A-Za-z0-9+/=])")
 _SPLIT = re.compile(r"(?<=[.!?;:])\s+|\n+|\s+-\s+|\s+—\s+")
 
 
+def decoded_runs(question: str) -> list[str]:
+    """The text of every base64 run in ``question`` that decodes to printable UTF-8 (a wrapped request)."""
+    out = []
+    for m in _BASE64.finditer(question):
+        raw = m.group(0)
+        try:
+            text = base64.b64decode(raw + "=" * (-len(raw) % 4), validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            continue
+        if text.isprintable() and len(text.split()) >= 2:
+            out.append(text)
+    return out
+
+
 def clauses(question: str, min_words: int = 3) -> list[str]:
-    """The question, its sentences and clauses, and its quoted passages (each of ``min_words`` words or more)."""
-    parts = [question.strip()]
+    """The question, its sentences and clauses, its quoted passages and the text of its base64 runs (each of
+    ``min_words`` words or more)."""
+    parts = [question.strip(), *decoded_runs(question)]
     parts += [next(g for g in m.groups() if g) for m in _QUOTED.finditer(question)]
     parts += _SPLIT.split(question)
     kept = [p.strip(" \t\"'<>!-") for p in parts]

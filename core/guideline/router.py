@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 
 from core.config.guideline import GuidelineQASettings
+from core.guideline.request_guard import decoded_runs
 from core.guideline.text import find_phrases
 from core.guideline.types import RouteDecision
 from core.kb.lexicon import DrugLexicon
@@ -44,12 +45,16 @@ def is_refused(question: str, cfg: GuidelineQASettings) -> str | None:
     """The refusal pattern ``question`` matches (a prompt injection or a harm request), or ``None``.
 
     A sentence addressed to a model or system (the detector that keeps such sentences of uploaded
-    documents out of answers, :func:`core.kb.provenance.instruction_sentences`) is refused too.
+    documents out of answers, :func:`core.kb.provenance.instruction_sentences`) is refused too, and so is
+    a request wrapped in base64 (:func:`core.guideline.request_guard.decoded_runs`).
     """
-    found = next((p for p in cfg.refusal_patterns if re.search(p, question, re.IGNORECASE)), None)
-    if found is None and instruction_sentences(question):
-        return "an instruction addressed to the system"
-    return found
+    for text in (question, *decoded_runs(question)):  # a request wrapped in base64 is read as its text
+        found = next((p for p in cfg.refusal_patterns if re.search(p, text, re.IGNORECASE)), None)
+        if found is None and instruction_sentences(text):
+            return "an instruction addressed to the system"
+        if found is not None:
+            return found
+    return None
 
 
 def concepts_in(question: str, cfg: GuidelineQASettings) -> dict[str, list[str]]:
