@@ -112,14 +112,21 @@ def _conflict(b: Bullet, labels: _Labels, cfg: GuidelineQASettings) -> DoseConfl
         wrong = [s for s in dose_statements(b.text, labels.keys, labels.groups, population=own)
                  if s.drug == stated.drug and contradicts(s, label, cfg.dose_band_tolerance)]  # fmt: skip
         source = b.evidence.ref.title if b.evidence.ref is not None else b.evidence.source
-        return DoseConflict(
-            text=b.text, kb=b.evidence.kb, chunk_id=b.evidence.chunk_id, drug=stated.drug,
-            population=stated.population, stated=list(dict.fromkeys(s.label() for s in wrong)),
-            label=list(dict.fromkeys(s.label() for s in against)), source=source,
-            label_source=f"{title} label" if title else f"{stated.drug} label",
-            label_lines=list(dict.fromkeys(s.text for s in against)),
-        )  # fmt: skip
+        return _against_label(b.text, b.evidence.kb, b.evidence.chunk_id, stated.drug, stated, wrong, against, source, title)
     return None
+
+
+def _against_label(
+    text: str, kb: str, chunk_id: str, drug: str, stated: DoseStatement, wrong: list[DoseStatement],
+    against: list[DoseStatement], source: str, title: str,
+) -> DoseConflict:  # fmt: skip
+    """A dose ``source`` states (``wrong``) beside the curated label's lines it contradicts (``against``)."""
+    return DoseConflict(
+        text=text, kb=kb, chunk_id=chunk_id, drug=drug, population=stated.population,
+        stated=list(dict.fromkeys(s.label() for s in wrong)), label=list(dict.fromkeys(s.label() for s in against)),
+        source=source, label_source=f"{title} label" if title else f"{drug} label",
+        label_lines=list(dict.fromkeys(s.text for s in against)),
+    )  # fmt: skip
 
 
 def conflict_reason(c: DoseConflict) -> str:
@@ -154,12 +161,7 @@ def asked_dose_conflict(
             continue  # no dosage section found: nothing documented to compare with
         against = exceeds(stated, label, weight, cfg.dose_band_tolerance)
         if against:
-            return DoseConflict(
-                text=question, kb="question", chunk_id="question", drug=stated.drug, population=stated.population,
-                stated=[stated.label()], label=list(dict.fromkeys(s.label() for s in against)), source="the question",
-                label_source=f"{title} label" if title else f"{stated.drug} label",
-                label_lines=list(dict.fromkeys(s.text for s in against)),
-            )  # fmt: skip
+            return _against_label(question, "question", "question", drug, stated, [stated], against, "the question", title)
     return None
 
 
