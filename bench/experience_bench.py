@@ -46,7 +46,7 @@ from core.answer.service import stream_answer
 from core.demo.seed import seed_demo
 from core.llm.budget import feature_budget
 from core.llm.models import ensure_default_model
-from core.llm.plan import plan_call
+from core.llm.plan import CallPlan, plan_call
 from core.reports.writer import plan_draft, stream_draft
 from core.runtime import open_runtime
 from core.selfrag.mcq import load_benchmark
@@ -86,6 +86,13 @@ def _call(feature: str, first: float | None, final: float, budget: float | None,
             "load_before": load0, "load_after": loadavg()}  # fmt: skip
 
 
+def _not_started(plan: CallPlan) -> str:
+    """Why a call's model did not start: no model call was planned, its guard pass rate, or its estimate."""
+    if plan.choice == "none":
+        return "no model call: the answer needs none"  # e.g. a fixed abstention, which the model may not reword
+    return plan.held_back or "estimate cannot fit"
+
+
 def ask_call(rt: Any, scan: str, question: str, doctor: int, cancel_after: float | None) -> dict[str, Any]:
     """One Ask AI question as the page asks it (``auto``).
 
@@ -94,16 +101,17 @@ def ask_call(rt: Any, scan: str, question: str, doctor: int, cancel_after: float
     """
     load0, t0 = loadavg(), time.perf_counter()
     first, budget, model, source, cancel_s = None, None, None, "?", None
+    planned: CallPlan | None = None
     stream = stream_answer(rt, scan, question, doctor, rt.llm, "auto" if cancel_after is None else "local")
     with closing(stream):
         for ev in stream:
             now = time.perf_counter() - t0
             if ev.kind == "instant" and ev.plan is not None:
-                first, budget = now, ev.plan.budget_s
+                first, budget, planned = now, ev.plan.budget_s, ev.plan
                 if not ev.plan.starts:
-                    source = "instant (model not started: " + (ev.plan.held_back or "estimate cannot fit") + ")"
+                    source = f"instant (model not started: {_not_started(ev.plan)})"
             if ev.kind == "final" and ev.result is not None:
-                model = ev.result.model_used
+                model = None if planned is not None and planned.choice == "none" else ev.result.model_used
                 if source == "?":
                     source = "model" if model else f"instant ({ev.result.reason or ev.result.path})"
             if cancel_after is not None and first is not None and ev.kind != "final" and now - first >= cancel_after:
@@ -125,7 +133,7 @@ def draft_call(rt: Any, scan: str, doctor: int, cancel_after: float | None) -> d
     first = time.perf_counter() - t0
     call = plan_call(rt.settings, "draft", rt.llm, plan.messages, "auto" if cancel_after is None else "local")
     if not call.starts:
-        why = call.held_back or "estimate cannot fit"
+        why = _not_started(call)
         return _call("Report draft", first, first, call.budget_s, False, f"template (model not started: {why})", load0)
     token = call.token()
     source, model, c0 = "?", None, None
