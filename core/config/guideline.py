@@ -180,11 +180,12 @@ class GuidelineQASettings(Group):
     )
     answer_calib: dict[str, float] = Field(
         _ANSWER_CALIB,
-        description="Shown confidence of an answer drawn over a doctor's document spaces: coefficients of the "
+        description="Shown confidence of an answer that quotes a doctor's document: coefficients of the "
         "monotone P(correct) map over the answer's evidence features (`intercept` and any of `retrieval`, `cosine`, "
         "`focus`, `space`, `sources`, `other_population`, `bullets`; core/guideline/answer_confidence.py), fitted on "
         "the train split of the real-document benchmark by bench/fit_answer_confidence.py. Empty: the retrieval "
-        "confidence is shown. Questions without spaces always show the retrieval confidence (demo-KB calibration).",
+        "confidence is shown. An answer whose every bullet quotes a curated knowledge base shows the retrieval confidence "
+        "(demo-KB calibration), with or without spaces.",
     )
 
     # Generation.

@@ -229,7 +229,7 @@ class GuidelineQA:
             return QAAbstention(question=question, route=decision.route, stage="verification", trace=trace,
                               reason=reason)  # fmt: skip
         own = [b for b in bullets if not b.other_population]  # the patient summary speaks of the asked group only
-        shown = self._shown_confidence(asked, found.evidence, bullets, slot, trace, bool(spaces))
+        shown = self._shown_confidence(asked, found.evidence, bullets, slot, trace)
         best = next((c.hit for c in found.evidence if c.hit.chunk_id == bullets[0].evidence.chunk_id), None)
         said = yes_no_statement(asked, slot, bullets[0].text, best.section_code if best else None, self.cfg)
         return QAAnswer(
@@ -253,17 +253,21 @@ class GuidelineQA:
         )
 
     def _shown_confidence(
-        self, asked: str, evidence: list[Candidate], bullets: list[Bullet], slot: Slot, trace: Trace, spaces: bool
+        self, asked: str, evidence: list[Candidate], bullets: list[Bullet], slot: Slot, trace: Trace
     ) -> float:
-        """The answer's shown confidence: over document spaces the fitted P(correct) map
-        (:mod:`core.guideline.answer_confidence`, ``guideline.answer_calib``), else the retrieval confidence."""
+        """The answer's shown confidence: the fitted P(correct) map (:mod:`core.guideline.answer_confidence`,
+        ``guideline.answer_calib``) for an answer that quotes a doctor's document, else the retrieval confidence.
+
+        The map was fitted on answers over the doctor's documents only; an answer whose every bullet quotes a
+        curated knowledge base keeps the retrieval confidence it showed before the map, whether or not the
+        doctor has spaces (the map read a correct curated label answer as 11% right)."""
         retrieval = max(c.confidence for c in evidence)
         said = "\n".join(b.text for b in bullets)
         focus = focus_coverage(said, slot.focus, self.cfg) if slot.focus else 1.0
         where = " ".join(b.evidence.ref.section for b in bullets if b.evidence.ref)
         overlap = overlap_ratio(key_tokens(asked, self.cfg.stopwords), key_tokens(f"{said}\n{where}", self.cfg.stopwords))
         features = answer_features(evidence, bullets, focus, overlap)
-        coef = self.cfg.answer_calib if spaces else {}
+        coef = self.cfg.answer_calib if features["space"] > 0 else {}
         shown = shown_confidence(features, coef) if coef else retrieval
         trace.add("answer_confidence", retrieval=round(retrieval, 4), shown=round(shown, 4), mapped=bool(coef),
                   features={k: round(v, 5) for k, v in features.items()})  # fmt: skip
