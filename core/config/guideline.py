@@ -133,8 +133,13 @@ class GuidelineQASettings(Group):
         "the section title/path. When one matched keyword contains another, only the longer one counts.",
     )
     drug_aliases: dict[str, list[str]] = Field(
-        {"rifampin": ["rifampicin"], "rifapentine": ["rifapentin"], "isoniazid": ["isonicotinic acid hydrazide"]},
-        description="Drug anchor filter: extra spellings of a lexicon name (INN vs USAN) that guidelines use.",
+        {"rifampin": ["rifampicin", "rif", "rmp"], "rifapentine": ["rifapentin", "rpt"],
+         "isoniazid": ["isonicotinic acid hydrazide", "inh"], "pyrazinamide": ["pza"], "ethambutol": ["emb"],
+         "bedaquiline": ["bdq"], "linezolid": ["lzd"], "moxifloxacin": ["mfx"], "levofloxacin": ["lfx"]},
+        description="Extra spellings of a lexicon name that guidelines and clinicians use: the INN where a label uses "
+        "the USAN (rifampicin) and the standard abbreviations of TB drugs (INH, RIF, PZA, EMB, ...). A question "
+        "naming one names the drug (routing, the drug anchor filter, dose comparison); the Xpert MTB/RIF test's "
+        "name is not the drug.",
     )
     label_must_match_drug: bool = Field(
         True,

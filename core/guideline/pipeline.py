@@ -37,7 +37,7 @@ from core.guideline.policy import policy_refusal
 from core.guideline.preferences import SourceChoice
 from core.guideline.request_guard import RequestGuard
 from core.guideline.retrieval import RetrievalOutcome, constrained_retrieval
-from core.guideline.router import drug_synonyms, route_question
+from core.guideline.router import drug_synonyms, route_question, spelled_out
 from core.guideline.slots import LABEL_SLOT_SECTIONS, Slot, focus_coverage, no_answer_reason, question_slot
 from core.guideline.sources import disagreements, passage_population, per_source, question_population, source_ref
 from core.guideline.statements import Statement, structural_statement, yes_no_statement
@@ -192,6 +192,7 @@ class GuidelineQA:
         :meth:`core.guideline.terms.TermReport.rewrite`); answers keep the doctor's words.
         """
         asked = terms.rewrite(question) if terms is not None else question
+        asked = spelled_out(asked, decision.drugs, self.cfg.drug_aliases)  # "PZA" is read as "pyrazinamide"
         if asked != question:
             trace.add("read_as", question=asked)
         synonyms = drug_synonyms(lexicon, decision.drugs, self.cfg.drug_aliases)

@@ -41,6 +41,17 @@ def drug_synonyms(lexicon: DrugLexicon, names: list[str], aliases: dict[str, lis
     return found | {a.lower() for n in found for a in aliases.get(n, [])}
 
 
+def spelled_out(question: str, drugs: list[str], aliases: dict[str, list[str]]) -> str:
+    """``question`` with each abbreviation of a named drug (an alias of at most four letters: INH, PZA) replaced by
+    the drug's name and its longer spellings ("RIF" -> "rifampin rifampicin"), so the words the evidence uses are
+    the words sentences are matched on; the Xpert MTB/RIF test's name is kept."""
+    for name in drugs:
+        spelled = " ".join([name, *(a for a in aliases.get(name, []) if len(a) > 4 and " " not in a)])
+        for short in (a for a in aliases.get(name, []) if len(a) <= 4):
+            question = re.sub(rf"(?<!\w)(?<!mtb/){re.escape(short)}(?!\w)", spelled, question, flags=re.IGNORECASE)
+    return question
+
+
 def is_refused(question: str, cfg: GuidelineQASettings) -> str | None:
     """The refusal pattern ``question`` matches (a prompt injection or a harm request), or ``None``.
 
@@ -91,7 +102,8 @@ def route_question(question: str, lexicon: DrugLexicon, cfg: GuidelineQASettings
     if pattern is not None:
         return RouteDecision(route="out_of_domain", reason=cfg.refusal_message, refused=True)
     drugs = [e.name for e in lexicon.find_in(question)]
-    drugs += [n for n, alias in cfg.drug_aliases.items() if lexicon.lookup(n) and find_phrases(question, alias)]
+    named = re.sub(r"mtb/rif", " ", question, flags=re.IGNORECASE)  # the Xpert MTB/RIF test, not rifampicin
+    drugs += [n for n, alias in cfg.drug_aliases.items() if lexicon.lookup(n) and find_phrases(named, alias)]
     drugs = list(dict.fromkeys(drugs))
     labels = {d for n in drugs if (e := lexicon.lookup(n)) for d in e.doc_ids}
     triggers = _domain_words(question, cfg)
