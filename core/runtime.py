@@ -188,12 +188,15 @@ class Runtime:
         from core.answer.intent_model import WORD_KIND_PATH, IntentModel
         from core.answer.kit import AskKit
         from core.answer.lexicon import ConditionLexicon
+        from core.answer.outcome_concepts import OUTCOME_MODEL_PATH, OutcomeReader
         from core.answer.reader import QuestionReader
         from core.store.models import HistoricalCase
 
         with self.db.read_only() as s:
             diagnoses = tuple(s.scalars(select(HistoricalCase.diagnosis).distinct().order_by(HistoricalCase.diagnosis)))
         lexicon = ConditionLexicon(diagnoses)
+        embed, model_id = (lambda texts: self.embedder.embed_queries(texts)), (lambda: self.embedder.model_id)
+        outcomes = OutcomeReader(IntentModel.load(OUTCOME_MODEL_PATH), embed, model_id, self.settings.ask.outcome_read_min)
         reader = QuestionReader(
             lexicon,
             embed=lambda texts: self.embedder.embed_queries(texts),
@@ -201,6 +204,7 @@ class Runtime:
             model=IntentModel.load(),
             fallback_below=self.settings.ask.read_as_below,
             word_kind=IntentModel.load(WORD_KIND_PATH),
+            outcomes=outcomes,
         )
         return AskKit(self.settings, self.db, self.case_search, self.guard_lists, lexicon, reader)
 

@@ -12,7 +12,7 @@ each part. Treatment parts get the pointer that says what Guideline QA covers.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from core.answer.facts import AnswerFacts, EventCount, bundle_facts
@@ -52,6 +52,7 @@ class Composed:
     understanding: Understanding | None = None
     reading: Reading | None = None
     in_scope: bool = False  # a treatment part that Guideline QA covers (the question is carried there)
+    injected: bool = False  # instructions inside the question were refused: the model never sees this question
 
 
 def out_of_scope_answer(in_scope: bool, conditions: Mapping[str, str]) -> AskAnswer:
@@ -196,9 +197,21 @@ def compose(
     conds = conditions if conditions is not None else {}
     facts = bundle_facts(result, settings.max_cited_cases)
     first = reading.parts[0]
-    if any(u.intent == "injection" for u in reading.parts):
+    refused = [u for u in reading.parts if u.intent == "injection"]
+    # nothing genuine beside the instructions: no part the evidence answers (a request for what to do is usually
+    # the instructions' own payload, "then ignore them and give the dose for her")
+    if refused and all(u.intent in {"injection", "off_topic", "treatment"} for u in reading.parts):
         refusal = AskAnswer(answer=INJECTION_REFUSAL, citedCaseIds=[], confidence="low")
         return Composed(refusal, "injection", "refused", "instructions inside the question", None, first, reading)
+    if refused:  # the genuine parts are answered below; the instructions are named and refused
+        reading = replace(reading, parts=tuple(u for u in reading.parts if u.intent != "injection"))
+        first = reading.parts[0]
+        named = f"Not followed: the instructions in {refused[0].text}. {INJECTION_REFUSAL}"
+        composed = compose(question, result, settings, reader, conditions, reading)
+        if composed.kind == "insufficient":  # the fixed answer stands; the refusal is named in the reason beneath it
+            return replace(composed, reason=f"{composed.reason or ''} {named}".strip(), injected=True)
+        said = f"{composed.answer.answer} {named}"
+        return replace(composed, answer=composed.answer.model_copy(update={"answer": said}), injected=True)
     if all(u.intent == "off_topic" for u in reading.parts):
         off = AskAnswer(answer=OFF_TOPIC, citedCaseIds=[], confidence="low")
         return Composed(off, "off_topic", "refused", "the question is not about this scan", None, first, reading)

@@ -37,7 +37,9 @@ FRAME = frozenset(
         "months month years year weeks week days day mo mos yr yrs wk wks m y d w his her him he she i we my our your "
         "would could able kindly tell please you me whether whats what's if mind know give let see "
         # words that frame an outcome rather than name it ("were left with", "only", "experienced", "suffered")
-        "left only experienced experiencing suffered suffering sustained"
+        "left only experienced experiencing suffered suffering sustained "
+        # words that ask whether the evidence mentions something ("honeycombing or fibrosis mentioned in those cases")
+        "mentioned mention mentions noted documented described reported"
     )
 )
 _SPECIFIC_ZIPF = 4.4  # below this a word is specific enough to be looked up (pregnant, drain; ok, like above)
@@ -102,7 +104,9 @@ def _one(phrase: str, lexicon: ConditionLexicon, negated: bool = False) -> Conce
         if name in e.cues:
             return Concept(e.name, (e.stems,), negated, (), True, True)
     if (entity := lexicon.surfaces.get(name)) is not None:  # "ptx", "tension pneumothorax": one condition
-        return Concept(entity.name.lower(), (tuple(entity.evidence),), negated)
+        # named as asked when the doctor's word is not an abbreviation of it ("glioma", "honeycombing")
+        shown = name if len(name) >= 5 and name not in entity.name.lower() else entity.name.lower()
+        return Concept(shown, (tuple(entity.evidence),), negated)
     clinical = any(
         w in RELATED or w in lexicon.surfaces or any(w in e.cues for e in EVENTS) or _specific(w) for w in words
     )

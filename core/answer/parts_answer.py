@@ -20,7 +20,8 @@ from core.answer.concepts import concepts_of, matches
 from core.answer.facts import AnswerFacts, EventCount
 from core.answer.lexicon import ConditionLexicon
 from core.answer.terms import term_evidence
-from core.answer.understand import Understanding
+from core.answer.understand import EVENTS, Understanding
+from core.answer.vocabulary import RELATED
 
 __all__ = ["CARRIED", "POINTER_HEAD", "PREDICTION_CAVEAT", "PartAnswer", "about_future", "answer_part", "covered_by_guidelines", "pointer", "present_concepts"]
 
@@ -86,7 +87,7 @@ def present_concepts(u: Understanding, facts: AnswerFacts) -> tuple[list[tuple[s
         if e.name.lower() == facts.ai_diagnosis.lower() or _recorded_in(e.evidence, facts):
             present.append((e.name, e.evidence))
         else:
-            missing.append(e.name)
+            missing.append(u.named(e))
     for w in u.unknown:
         (present.append((w, (w,))) if _recorded_in((w,), facts) else missing.append(w))
     for t in u.terms:
@@ -116,6 +117,29 @@ def concept_count_sentence(name: str, c: EventCount, facts: AnswerFacts) -> str:
     return out
 
 
+def paraphrase_count_sentence(concept: str, stems: tuple[str, ...], facts: AnswerFacts) -> str:
+    """The count of an outcome asked in other words, naming what it was read as and each outcome counted:
+    "Read as resolution: 1 of 5 similar cases record resolution (HC-...: Recovered, consolidation cleared at 6 weeks)."."""
+    counted = facts.count_terms(concept, stems)
+    head = f"Read as {concept}:"  # the doctor's words are not repeated: a pasted phrase may hold anything
+    if not counted.recorded:
+        where = f"the outcomes of these {facts.n} cases ({_ids(facts.ids)})"
+        return f"{head} {concept[0].upper()}{concept[1:]} is not recorded in {where}."
+    outcome = {c.case_id: c.outcome or c.diagnosis for c in facts.cases}
+    shown = "; ".join(f"{cid}: {outcome[cid]}" for cid in counted.positive)
+    out = f"{head} {len(counted.positive)} of {counted.total} similar cases record {concept}" + (f" ({shown})." if shown else ".")
+    if counted.negative:
+        out += f" {len(counted.negative)} of {counted.total} record no {concept} ({_ids(counted.negative)})."
+    return out
+
+
+def _understood(name: str, lexicon: ConditionLexicon) -> bool:
+    """True when every word of a counted concept is one the words path knows (an outcome event's cue, a related
+    finding, a condition): "recurrent exacerbations" is understood and simply not recorded, never re-read."""
+    cues = {w for e in EVENTS for c in e.cues for w in c.split()}
+    return all(w in cues or w in RELATED or w in lexicon.surfaces for w in name.split())
+
+
 def count_concepts(
     u: Understanding, facts: AnswerFacts, lexicon: ConditionLexicon
 ) -> tuple[list[str], list[str], bool]:
@@ -130,7 +154,14 @@ def count_concepts(
             missing.append(label)
     term_words = {w for t in u.terms for w in re.findall(r"[a-z0-9]+", t)}  # the reader's clinical terms ("pregnant", by the word-kind model)
     seen: set[str] = set()
-    for concept in concepts_of(u.text, lexicon, facts.ai_diagnosis):
+    concepts = concepts_of(u.text, lexicon, facts.ai_diagnosis)
+    events = {e.name for e in EVENTS}  # a concept that is an outcome event by its own words ("died") is counted as such
+    if (u.outcome is not None and not u.attributes and not u.entities and len(concepts) <= 1
+            and not any(c.name in events or _understood(c.name, lexicon) for c in concepts) and not any(
+        matches(c, f"{x.diagnosis}. {x.outcome or ''}".lower().replace("-", " ")) is not None for c in concepts for x in facts.cases
+    )):  # its words match no cited case: an outcome asked in other words ("went downhill"), counted by the concept's stems
+        return [paraphrase_count_sentence(u.outcome.concept, u.outcome.stems, facts)], [], True
+    for concept in concepts:
         seen |= set(re.findall(r"[a-z0-9]+", concept.name))
         if attribute_words & set(re.findall(r"[a-z]+", concept.name)):
             continue

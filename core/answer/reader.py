@@ -27,8 +27,9 @@ from core.answer.cues import CUES, Intent
 from core.answer.guards_text import looks_injected
 from core.answer.intent_model import IntentModel, features
 from core.answer.lexicon import ConditionLexicon, default_lexicon
+from core.answer.outcome_concepts import OutcomeReader
 from core.answer.parts_answer import about_future
-from core.answer.split import split_question
+from core.answer.split import Split, asks, split_question
 from core.answer.terms import clinical_terms
 from core.answer.understand import COMMON, EVENTS, Understanding, _vocabulary, cue_intent, normalise, understand
 
@@ -126,12 +127,14 @@ class QuestionReader:
         model: IntentModel | None = None,
         fallback_below: float = 0.55,
         word_kind: IntentModel | None = None,
+        outcomes: OutcomeReader | None = None,
     ) -> None:
         self.lexicon = lexicon or default_lexicon()
         self._embed = embed
         self._embed_model_id = embed_model_id
         self.model = model
         self.word_kind = word_kind
+        self.outcomes = outcomes
         self.fallback_below = fallback_below
         self._checked = False
         self._domain_words: frozenset[str] | None = None
@@ -203,10 +206,17 @@ class QuestionReader:
 
     def read(self, question: str) -> Reading:
         """Split, classify and understand ``question`` (see the module docstring)."""
-        if looks_injected(question):  # instructions aimed at the rules: one part, refused whole
-            u = understand(question, self.lexicon, intent="injection")  # patterns over the raw text (":", "</context>")
-            return Reading((u,), None, "patterns")
         split = split_question(question)
+        refused: tuple[Understanding, ...] = ()
+        if looks_injected(question):  # instructions aimed at the rules (patterns over the raw text: ":", "</context>")
+            clean = tuple(p for p in split.parts if not looks_injected(p) and asks(p))  # "To correct it" asks nothing
+            if not clean:  # nothing asked apart from the instructions: one part, refused whole
+                return Reading((understand(question, self.lexicon, intent="injection"),), None, "patterns")
+            # the instructions (in the pasted text, or a part of their own) are refused and named; the genuine
+            # question beside them is answered from the evidence as any other, and never reaches a model
+            where = "the pasted text" if split.report and looks_injected(split.report) else "a part of the question"
+            refused = (Understanding(intent="injection", text=where),)
+            split = Split(split.report, clean)
         raw = list(split.parts)
         texts = [normalise(p, self.lexicon)[0] for p in raw]
         choices = self._choices(texts)
@@ -238,9 +248,11 @@ class QuestionReader:
             if u.intent not in {"injection", "prediction"} and not sure and _bare_term(text, bool(_ACTION.search(text) or _DRUG.search(text)),
                                                                           self.lexicon.surfaces):  # fmt: skip
                 u, terms = _lone_term(part, text, u, terms, self.lexicon)
+            if u.intent == "count" and self.outcomes is not None:  # "went downhill": an outcome in other words
+                u = replace(u, outcome=self.outcomes.read(u.text))
             parts.append(replace(u, terms=terms))
         model = self._usable_model()
-        return Reading(tuple(parts), split.report, model.design if model is not None else "cues")
+        return Reading((*refused, *parts), split.report, model.design if model is not None else "cues")
 
 
 def _inherit(texts: list[str], chosen: list[tuple[Intent, float]], below: float) -> list[tuple[Intent, float]]:

@@ -71,6 +71,12 @@ class AskResult:
     facts: AnswerFacts | None = None
     guideline_question: str | None = None
     abstention: Abstention | None = None
+    injected: bool = False  # instructions inside the question were refused: the instant answer is final
+
+    @property
+    def final(self) -> bool:
+        """True when no model is asked: a fixed answer, or a question that carried instructions to the assistant."""
+        return self.path == "fixed" or self.injected
 
     @property
     def reason(self) -> str | None:
@@ -160,7 +166,7 @@ def _instant(rt: AskKit, scan_id: str, q: str) -> tuple[BundleResult, AskResult]
     else:
         res = AskResult(composed.answer, "extractive", None, composed.answer, intent=composed.intent,
                         facts=composed.facts, guideline_question=carried)  # fmt: skip
-    return result, res
+    return result, replace(res, injected=composed.injected)
 
 
 def _judged(
@@ -257,7 +263,7 @@ def answer_readonly(
     rt = kit_of(source)
     started = time.monotonic()
     result, instant = _instant(rt, scan_id, question.strip())
-    if instant.path == "fixed" or llm is None:
+    if instant.final or llm is None:
         return result, replace(instant, seconds=time.monotonic() - started)
     return result, _with_llm(rt, result, instant, question.strip(), llm, started, count=False)
 
@@ -269,7 +275,7 @@ def ask_question(
     rt = kit_of(source)
     started = time.monotonic()
     q, result, instant, pending = _prepare(rt, scan_id, question, doctor_id)
-    if instant.path == "fixed" or llm is None:
+    if instant.final or llm is None:
         _finish(rt, scan_id, doctor_id, pending, instant, None, None)
         return instant
     try:
@@ -312,7 +318,7 @@ def stream_answer(
     q, result, instant, pending = _prepare(rt, scan_id, question, doctor_id)
     done = False
     try:
-        messages = ask_messages(result, q, instant.answer.answer) if instant.path != "fixed" else None
+        messages = ask_messages(result, q, instant.answer.answer) if not instant.final else None
         plan = plan_call(rt.settings, "ask", llm, messages, choice)
         token = plan.token() if plan.starts and llm is not None and messages is not None else None
         yield AskEvent("instant", instant.answer.answer, instant, plan, exchange=pending, token=token)
@@ -348,7 +354,7 @@ def stream_answer(
         yield AskEvent("final", result=final, plan=plan)
     finally:
         if not done:  # closed early or cancelled: the instant answer stands, stored as cancelled
-            stopped = instant if instant.path == "fixed" or llm is None else replace(
+            stopped = instant if instant.final or llm is None else replace(
                 instant, path="extractive", fallback=CANCELLED_REASON
             )
             _finish(rt, scan_id, doctor_id, pending, stopped, llm.backend if llm else None, None, CANCELLED)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["Split", "split_question"]
+__all__ = ["Split", "asks", "split_question"]
 
 # A pasted report: section headings, or several declarative sentences before the question.
 _REPORT_HEAD = re.compile(r"\b(findings|impression|conclusion|history|technique|comparison|clinical (?:info|details))\s*:", re.I)
@@ -24,7 +24,8 @@ _ASKING = re.compile(
     re.I,
 )
 # A report line: "CXR: ...", "Hx: ...", "Clinical details: ...", "Prior report: ..." (a question's own "Q:" is not).
-_HEADING = re.compile(r"^\s*(?!q\b|qs\b|question\b)[a-z][a-z0-9 /.-]{0,24}:\s", re.I)
+# "Prior report (copied): ..." keeps its bracketed note.
+_HEADING = re.compile(r"^\s*(?!q\b|qs\b|question\b)[a-z][a-z0-9 /.()-]{0,30}:\s", re.I)
 # A question typed after an arrow or dashes under a report ("-> outcomes?", "-- ddx + sev").
 _QUESTION_MARK = re.compile(r"^\s*(?:-+>?|=+>|>+|/+|\^|\*+|q\s*:|qs\s*:)", re.I)
 # Where one question ends and the next begins inside a sentence.
@@ -36,6 +37,11 @@ _JOINS = re.compile(
     r"(?:the |her |his |a )?(?:plan|management|mx|next steps?))\b)|,\s*(?:and\s+|&\s*)?|\s+\+\s+|\s&\s",
     re.I,
 )
+
+
+def asks(text: str) -> bool:
+    """True when ``text`` asks something: a question mark, or a question or request word first."""
+    return bool(_ASKING.search(text))
 
 
 @dataclass(frozen=True)

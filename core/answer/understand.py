@@ -14,12 +14,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from wordfreq import zipf_frequency
 
 from core.answer.cues import CUES, SHORT_WORDS, SHORTHAND, Intent
 from core.answer.lexicon import AMBIGUOUS_ABBREVIATIONS, ConditionLexicon, Entity, correct_token, default_lexicon
 from core.answer.terms import correct_english
+
+if TYPE_CHECKING:
+    from core.answer.outcome_concepts import OutcomeReading
 
 __all__ = ["COMMON", "EVENTS", "SEVERITIES", "Event", "Intent", "Understanding", "cue_intent", "normalise", "understand"]
 
@@ -117,6 +121,16 @@ class Understanding:
     terms: tuple[str, ...] = ()  # other clinical terms the question names (open vocabulary)
     # A term typed alone ("cipro?") that may name a treatment as well as a finding: looked up, and pointed too.
     may_treat: bool = False
+    # A count's phrase read as a recorded outcome concept ("went downhill" -> progression), used only when its words
+    # match no cited case (core.answer.outcome_concepts).
+    outcome: OutcomeReading | None = None
+    said: tuple[tuple[str, str], ...] = ()  # (entity name, the words the question used for it)
+
+    def named(self, entity: Entity) -> str:
+        """The entity as the question named it: the doctor's own word when it is a whole word that the entity's
+        name does not contain ("glioma", "honeycombing"), else the entity's name ("PTX" is Pneumothorax)."""
+        typed = dict(self.said).get(entity.name, "")
+        return typed if len(typed) >= 5 and typed not in entity.name.lower() else entity.name
 
 
 @lru_cache(maxsize=4)
@@ -143,7 +157,10 @@ def _vocabulary(lexicon: ConditionLexicon) -> tuple[str, ...]:
               "severe", "seriously", "serious", "urgent", "urgency", "emergency", "concerned", "concern",
               "concerning", "happen", "outcome", "survival", "survive", "survived", "diagnosed", "agree",
               "agreement", "confident", "confidence", "differential", "previously", "progressed",
-              "progression", "recovery", "recovered", "similarity", "compare"}
+              "progression", "recovery", "recovered", "similarity", "compare",
+              # the imaging a doctor names when speaking of this scan: never a finding to look up
+              "mammogram", "mammograms", "mammography", "mammo", "ultrasound", "radiograph", "radiography",
+              "tomography", "angiogram", "sonogram", "film", "films", "xray", "x-ray"}
     return tuple(sorted(words))
 
 
@@ -164,13 +181,9 @@ def normalise(question: str, lexicon: ConditionLexicon | None = None) -> tuple[s
     out: list[str] = []
     for tok in tokens:
         word = SHORT_WORDS.get(tok, tok)
-        if word == tok and tok not in known and "-" not in tok and zipf_frequency(tok, "en") < _REAL_WORD_ZIPF:
-            # A disease-shaped word is corrected only to a whole condition name, never to part of one.
-            fixed = correct_token(tok, lex.single_words if _SUFFIX.search(tok) else vocab)
-            if fixed == tok:
-                fixed = correct_english(tok)  # a misspelt word outside the vocabulary ("amyliod")
-                if _SUFFIX.search(tok) and not _SUFFIX.search(fixed):
-                    fixed = tok  # a disease-shaped word keeps its shape: "cavernomas" is no typo of "cavernous"
+        if word == tok and tok not in known and zipf_frequency(tok, "en") < _REAL_WORD_ZIPF:
+            # each piece of a hyphenated word on its own ("in-tranist" -> "in-transit")
+            fixed = "-".join(_corrected(piece, lex, vocab, known) for piece in tok.split("-"))
             if fixed != tok:
                 corrected[tok] = fixed
                 word = fixed
@@ -178,9 +191,23 @@ def normalise(question: str, lexicon: ConditionLexicon | None = None) -> tuple[s
     return " ".join(out).replace(" ?", "?"), corrected
 
 
-def _entities(question: str, text: str, lex: ConditionLexicon) -> tuple[list[Entity], list[str]]:
-    """Entities by surface form, longest first, and unknown disease-shaped phrases."""
+def _corrected(tok: str, lex: ConditionLexicon, vocab: tuple[str, ...], known: set[str]) -> str:
+    """One word's spelling: the vocabulary's word within one edit, else English's (see :func:`normalise`)."""
+    if tok in known or zipf_frequency(tok, "en") >= _REAL_WORD_ZIPF or not tok.replace("'", "").isalnum():
+        return tok
+    # A disease-shaped word is corrected only to a whole condition name, never to part of one.
+    fixed = correct_token(tok, lex.single_words if _SUFFIX.search(tok) else vocab)
+    if fixed == tok:
+        fixed = correct_english(tok)  # a misspelt word outside the vocabulary ("amyliod")
+        if _SUFFIX.search(tok) and not _SUFFIX.search(fixed):
+            fixed = tok  # a disease-shaped word keeps its shape: "cavernomas" is no typo of "cavernous"
+    return fixed
+
+
+def _entities(question: str, text: str, lex: ConditionLexicon) -> tuple[list[Entity], list[str], list[tuple[str, str]]]:
+    """Entities by surface form, longest first, unknown disease-shaped phrases, and (entity, words typed) pairs."""
     found: list[Entity] = []
+    said: list[tuple[str, str]] = []
     plain = f" {re.sub(r'[-_?]', ' ', text)} "
     upper = set(re.findall(r"\b[A-Z]{2,5}\b", question))
     for surface in lex.by_length:
@@ -191,6 +218,7 @@ def _entities(question: str, text: str, lex: ConditionLexicon) -> tuple[list[Ent
         entity = lex.surfaces[surface]
         if entity not in found:
             found.append(entity)
+            said.append((entity.name, surface))
         plain = plain.replace(f" {surface} ", " # ")
     unknown = []
     for m in _DISEASE_SHAPE.finditer(plain):
@@ -201,7 +229,7 @@ def _entities(question: str, text: str, lex: ConditionLexicon) -> tuple[list[Ent
         words = [w for w in phrase.split() if w not in COMMON]
         if words and (m.group(2) or len(words) > 1):  # "the disease" names nothing; "Zorblax syndrome" does
             unknown.append(" ".join(words))
-    return found, unknown
+    return found, unknown, said
 
 
 def _event(text: str) -> Event | None:
@@ -232,7 +260,7 @@ def understand(
     lex = lexicon or default_lexicon()
     text, corrected = normalise(question, lex)
     chosen: Intent = intent or cue_intent(text)
-    found, unknown = _entities(question, text, lex)
+    found, unknown, said = _entities(question, text, lex)
     event = _event(text)
     if chosen in {"summary", "outcomes", "differential"} and event is not None and not found and intent is None:
         chosen = "count"  # "any ICU admissions?", "appendix perforated?": how many cases record the event
@@ -252,4 +280,5 @@ def understand(
         severity=severity,
         corrected=corrected,
         confidence=confidence,
+        said=tuple(said),
     )

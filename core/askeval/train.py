@@ -33,15 +33,34 @@ import numpy as np
 
 from core.answer.intent_model import INTENTS, MODEL_PATH, WORD_KIND_PATH, IntentModel, features
 from core.answer.lexicon import ConditionLexicon, default_lexicon
+from core.answer.outcome_concepts import OUTCOME_MODEL_PATH, concept_phrase
 from core.answer.split import split_question
 from core.answer.understand import cue_intent, normalise
 
-__all__ = ["OUTSIDE_TO_INTENT", "TEAM_EXAMPLES", "WORD_KINDS", "examples", "train", "train_word_kind"]
+__all__ = ["OUTCOME_EXAMPLES", "OUTSIDE_TO_INTENT", "TEAM_EXAMPLES", "WORD_KINDS", "examples", "train", "train_outcome_kind",
+           "train_word_kind"]
 
 # Common words that name a patient's state or a measurement, and everyday words (the word-kind model's data).
 WORD_KINDS = Path(__file__).parent / "data" / "word_kinds.json"
 # Parts the team wrote in its own words for phrasing classes the train splits lack (see its description).
 TEAM_EXAMPLES = Path(__file__).parent / "data" / "intent_examples.json"
+# Counts of outcomes in the team's words, one list per outcome concept (the outcome-concept model's own examples).
+OUTCOME_EXAMPLES = Path(__file__).parent / "data" / "outcome_examples.json"
+# The outside sets' count concepts (their train splits) as outcome concepts; a concept left out is not trained on,
+# a finding or procedure is "other" (as is every absent-term part).
+_SET_CONCEPTS = {
+    "death": "death", "stable": "stable course", "relapse": "relapse", "admission": "admission",
+    "progression": "progression", "disease progression": "progression", "recurrence": "recurrence",
+    "recurrent exacerbations": "exacerbation", "exacerbation": "exacerbation", "ICU or intubation": "intensive care",
+    "resolved": "resolution", "consolidation cleared": "resolution", "recovered": "recovery", "full recovery": "recovery",
+    "disability": "disability", "increasing disability": "disability", "moderate disability": "disability",
+    "persistent pain": "persistent pain", "perforation": "perforation", "vision loss": "vision loss",
+    "residual changes": "residual changes", "biochemical recurrence": "biochemical recurrence",
+    "metastasis": "distant recurrence", "distant recurrence": "distant recurrence", "distant metastasis": "distant recurrence",
+    "brain metastases": "distant recurrence", "local recurrence": "local recurrence",
+    "decline in lung function": "decline in function", "weakness": "weakness", "mild weakness": "weakness",
+    "surgery": "other", "chest drain": "other", "cavitation": "other", "lymph node dissection": "other",
+}  # fmt: skip
 
 OUTSIDE_TO_INTENT = {
     "count": "count",
@@ -160,6 +179,42 @@ def train_word_kind(embedder: Any, out: Path = WORD_KIND_PATH) -> dict[str, floa
     return {"words": len(words), "C": c, "cv_accuracy": round(cv, 4)}
 
 
+def _outcome_examples(data: Path) -> tuple[list[str], list[str]]:
+    """(phrase, concept) pairs: the team's examples, then the outside sets' train count and absent-term parts."""
+    lex = default_lexicon()
+    texts: list[str] = []
+    labels: list[str] = []
+    for concept, said in json.loads(OUTCOME_EXAMPLES.read_text())["examples"].items():
+        texts += said
+        labels += [concept] * len(said)
+    for name in ("ask_outside_questions.json", "ask_outside2_questions.json"):
+        for item in json.loads((data / name).read_text())["items"] if (data / name).is_file() else []:
+            for part in item["parts"] if item["split"] == "train" else []:
+                concept = _SET_CONCEPTS.get(part["expect"].get("concept", "")) if part["expect"]["behaviour"] == "count" else None
+                if part["intent"] == "absent_term":
+                    concept = "other"
+                if concept is not None:
+                    texts.append(part["text"])
+                    labels.append(concept)
+    return [concept_phrase(normalise(t, lex)[0]) for t in texts], labels
+
+
+def train_outcome_kind(embedder: Any, data: Path, out: Path = OUTCOME_MODEL_PATH) -> dict[str, Any]:
+    """Fit the outcome-concept model (:mod:`core.answer.outcome_concepts`) on train data alone and write it."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedKFold, cross_val_score
+
+    phrases, y = _outcome_examples(data)
+    x = embedder.embed_queries(phrases)
+    c = _choose_c(x, y)
+    folds = StratifiedKFold(n_splits=5, shuffle=True, random_state=0)
+    cv = float(cross_val_score(LogisticRegression(C=c, max_iter=5000), x, y, cv=folds).mean())
+    clf = LogisticRegression(C=c, max_iter=5000).fit(x, y)
+    labels = tuple(str(k) for k in clf.classes_)
+    IntentModel(labels, clf.coef_.astype(np.float32), clf.intercept_.astype(np.float32), embedder.model_id, "logreg").save(out)
+    return {"examples": len(y), "concepts": len(labels), "C": c, "cv_accuracy": round(cv, 4)}
+
+
 def train(embedder: Any, data: Path, out: Path = MODEL_PATH) -> dict[str, Any]:
     """Train, keep the design with the better cross-validated accuracy on train, report the test splits."""
     train_ex, test_ex = examples(data, "train"), examples(data, "test")
@@ -192,5 +247,6 @@ def train(embedder: Any, data: Path, out: Path = MODEL_PATH) -> dict[str, Any]:
     designs[best].save(out)
     if out == MODEL_PATH:
         report["word_kind"] = train_word_kind(embedder)
+        report["outcome_kind"] = train_outcome_kind(embedder, data)
     out.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
     return report

@@ -82,3 +82,8 @@ class AskSettings(Group):
         "the cue patterns decide the part's intent and the answer says what it was read as (\"Read as: outcomes of "
         "similar cases.\") so the doctor can rephrase.",
     )
+    outcome_read_min: float = Field(
+        0.4, ge=0, le=1, description="A count whose words match no cited case is read as a recorded outcome concept "
+        "(\"went downhill\" -> progression) only when the outcome-concept model's probability is at least this; the "
+        "answer names the reading.",
+    )
