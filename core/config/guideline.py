@@ -300,6 +300,12 @@ class GuidelineQASettings(Group):
         description="Patient groups a question may name -> regular expression of the words documents use for them "
         "(children: pediatric, infants...). Extractive: see population_weight.",
     )
+    population_cues: dict[str, str] = Field(
+        vocab.POPULATION_CUES,
+        description="Patient groups a question places the patient in without naming them -> regular expression read "
+        "in the question only (jaundice, DILI, raised ALT: hepatic). Never read in passages, where such words are "
+        "often a side effect or a monitoring rule, not a patient group. A hand-written floor: see GUIDELINE_QA.md.",
+    )
     population_weight: float = Field(
         0.5, ge=0, description="Extractive: added to a sentence that names (itself or in its section heading) a "
         "patient group the question names, so \"for children\" quotes the pediatric line before the adult one.",

@@ -23,6 +23,7 @@ __all__ = [
     "NEGATION_CUES",
     "PATIENT_GLOSSARY",
     "POPULATIONS",
+    "POPULATION_CUES",
     "QUESTION_FILLER",
     "REFUSAL_MESSAGE",
     "REFUSAL_PATTERNS",
@@ -194,6 +195,14 @@ QUESTION_FILLER: list[str] = [
 # Patient groups a question may name, each with the words a document uses for it (regular expressions). A
 # sentence (or its section heading) naming the asked-about group is preferred: "children" finds the label's
 # "Pediatric patients" line before the adult one.
+# Read in a question only: a finding by which the question says the patient is in a group without naming it.
+# Never read in passages, where "hepatitis" or "raised ALT" is a side effect or a monitoring rule, not a group.
+POPULATION_CUES: dict[str, str] = {
+    "hepatic": r"\b(jaundic\w*|icter\w*|dili|drug[- ]induced hepatitis|cirrho\w*|hepatic impairment"
+    r"|(raised|elevated|high|rising|deranged|abnormal)\s+(alt|ast|lfts?|transaminases?|bilirubin)"
+    r"|(alt|ast|lfts?|transaminases?|bilirubin)\s+((is|are|was|were)\s+)?(up|raised|elevated|high|rising|deranged"
+    r"|abnormal|\d+\s*(x|times)))\b",
+}
 POPULATIONS: dict[str, str] = {
     "children": r"\b(child(ren)?|kids?|p(a)?ediatric|infants?|neonat\w*|newborns?|adolescents?)\b",
     "adults": r"\badults?\b",

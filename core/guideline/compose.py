@@ -22,6 +22,7 @@ from core.guideline.slots import (
     mentions_focus,
     other_condition,
 )
+from core.guideline.sources import named_groups
 from core.guideline.text import key_tokens, overlap_ratio, split_sentences
 from core.llm.base import Message
 
@@ -122,9 +123,9 @@ def _goes_on(pairs: list[tuple[str, tuple[str, ...]]], k: int) -> tuple[str, ...
 
 
 def asked_populations(question: str, cfg: GuidelineQASettings) -> list[re.Pattern[str]]:
-    """The patterns of the patient groups (``cfg.populations``) that the question names."""
-    patterns = [re.compile(p, re.I) for p in cfg.populations.values()]
-    return [p for p in patterns if p.search(question)]
+    """The patterns of the patient groups (``cfg.populations``) that the question names or places its patient in
+    (:func:`core.guideline.sources.named_groups`): a passage is read for a group by these words."""
+    return [re.compile(cfg.populations[name], re.I) for name in named_groups(question, cfg)]
 
 
 def with_tables(sentences: list[str], max_rows: int = 12) -> list[tuple[str, tuple[str, ...]]]:

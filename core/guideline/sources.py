@@ -25,6 +25,7 @@ from core.kb.types import Hit
 __all__ = [
     "by_document",
     "disagreements",
+    "named_groups",
     "owner_of",
     "passage_population",
     "per_source",
@@ -88,8 +89,16 @@ def question_population(question: str, cfg: GuidelineQASettings) -> str:
 
     A specific group comes before "adults", as for a passage: "an adult living with HIV" is asked about HIV.
     """
-    found = [name for name, pattern in _groups(cfg).items() if pattern.search(question)]
+    found = named_groups(question, cfg)
     return next((g for g in found if g != "adults"), "adults")
+
+
+def named_groups(question: str, cfg: GuidelineQASettings) -> list[str]:
+    """The patient groups a question names (``guideline.populations``) or places its patient in
+    (``guideline.population_cues``: "jaundice on HRZE" is about the liver), in ``populations`` order."""
+    cues = {name: re.compile(p, re.IGNORECASE) for name, p in cfg.population_cues.items()}
+    return [name for name, pattern in _groups(cfg).items()
+            if pattern.search(question) or (name in cues and cues[name].search(question))]  # fmt: skip
 
 
 def passage_population(hit: Hit, sentence: str, cfg: GuidelineQASettings) -> str | None:
