@@ -246,7 +246,7 @@ class GuidelineQA:
                       {k.chunk_id for k in conflicts} - {b.evidence.chunk_id for b in bullets}],
             patient_summary=self._patient(own or bullets, trace, lexicon.names(), token),
             conflicts=conflicts,
-            disagreements=disagreements(bullets, slot.name, keys, self.cfg, stated_weight(asked)),
+            disagreements=disagreements(bullets, slot.name, keys, self.cfg, stated_weight(asked), slot.terms),
             population=group,
             backend=trace.writer(),
             confidence=shown,

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from core.config.guideline import GuidelineQASettings
 from core.guideline.constraints import Candidate
 from core.guideline.doses import dose_statements
+from core.guideline.slots import focus_coverage
 from core.guideline.types import Bullet, Disagreement, SourceRef
 from core.kb.types import Hit
 
@@ -112,8 +113,9 @@ def passage_population(hit: Hit, sentence: str, cfg: GuidelineQASettings) -> str
 
 
 def _lead(sentence: str) -> str:
-    """What a table row or a sentence is about: its first cell (``Population: Children``) or first clause."""
-    return re.split(r" \| |[,;:]", sentence, maxsplit=1)[0] if " | " in sentence else sentence
+    """What a table row or a sentence is about: a row's first cell (``Site of disease: Meningitis, children``; it
+    was cut at its first colon before, so the cell's value was never read), else the whole sentence."""
+    return sentence.split(" | ", 1)[0] if " | " in sentence else sentence
 
 
 def by_document(
@@ -214,7 +216,7 @@ def _normal(found: str) -> str:
 
 def disagreements(
     bullets: list[Bullet], topic: str | None, drugs: Mapping[str, str] | None = None,
-    cfg: GuidelineQASettings | None = None, weight: float | None = None,
+    cfg: GuidelineQASettings | None = None, weight: float | None = None, terms: frozenset[str] = frozenset(),
 ) -> list[Disagreement]:  # fmt: skip
     """Where two documents state different values for the same slot and patient group: one :class:`Disagreement` each.
 
@@ -226,20 +228,29 @@ def disagreements(
     are the union over its bullets; two documents differ when each states a value the other does not.
     ``topic`` (the question's slot) is kept for callers; the difference is named by its own slot. With
     the patient's ``weight`` (kg, from the question), weight-band tables are compared in that band only.
+    With the question's ``terms`` (its focus prefixes, :class:`core.guideline.slots.Slot`), a document's
+    values for a slot come from its bullets that mention the most of them (text and section): "adult TB
+    meningitis - total duration?" compares the meningitis rows, not the pleural row beside them.
     """
     groups = {name: re.compile(p, re.IGNORECASE) for name, p in (cfg.populations if cfg else {}).items()}
-    by_doc: dict[str, dict[tuple[str | None, str], list[str]]] = {}
+    found: dict[str, dict[tuple[str | None, str], list[tuple[float, list[str]]]]] = {}
     for b in bullets:
         if b.other_population or b.evidence.ref is None:
             continue
         group = None if b.population in (None, "adults") else b.population
-        per = by_doc.setdefault(b.evidence.ref.title, {})
+        per = found.setdefault(b.evidence.ref.title, {})
         heading = re.sub(r"^[\d.\s]+", "", b.evidence.ref.section).strip().lower()
+        near = focus_coverage(f"{b.text}\n{heading}", terms, cfg) if terms and cfg else 0.0
         for slot, values in value_slots(b.text, drugs or {}, groups, b.population).items():
             if re.match(r"(?:maximum )?dose \(", slot):  # no known drug: the heading names what is dosed
                 slot = f"{slot} under '{heading}'"  # 3HP's 900 mg is no adalimumab dose; pyridoxine is pyridoxine
-            vals = per.setdefault((group, slot), [])
-            vals += [v for v in values if v not in vals]
+            per.setdefault((group, slot), []).append((near, values))
+    by_doc: dict[str, dict[tuple[str | None, str], list[str]]] = {}
+    for doc, per in found.items():  # a document states, for a slot, what its bullets nearest the question state
+        for key, entries in per.items():
+            best = max(near for near, _ in entries)
+            vals = by_doc.setdefault(doc, {}).setdefault(key, [])
+            vals += [v for near, values in entries if near == best for v in values if v not in vals]
     out: list[Disagreement] = []
     keys = list(dict.fromkeys(k for per in by_doc.values() for k in per))
     for group, slot in keys:
