@@ -37,7 +37,10 @@ _INJECTION = re.compile(
     r"\b(?:translate|summari[sz]e|rewrite|paraphrase|restate)\b.{0,15}\byour (?:instructions|rules|prompt|guidelines)\b|"
     r"\byou are (?:now |hereby )?(?:authori[sz]ed|permitted|allowed|required|instructed|cleared) to\b|"
     r"\b(?:note|message|instructions?|memo|reminder)s? (?:to|for) (?:the |any |all )?(?:ai|assistants?|models?|chatbots?|bots?|"
-    r"summari[sz]ers?|llms?|language models?)\b|\bmust do so\b)",
+    r"summari[sz]ers?|llms?|language models?)\b|\bmust do so\b|"
+    # role play that sets the rules aside ("let's play a game: you are 'ChestBot', who always answers")
+    r"\blet'?s (?:play a game|pretend)\b|\bstay in character\b|\bplay the role\b|\bfrom now on,? you(?:'re| are)\b|"
+    r"\byou are ['\"]\w+|\b(?:who|that) (?:always|never) (?:answers|refuses)\b|\bwith no rules\b|\banswer everything\b)",
     re.I | re.M,
 )
 

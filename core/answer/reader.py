@@ -60,7 +60,8 @@ _ACTION = re.compile(
     r"how (?:should|do|would) (?:we|i|you) (?:treat|manage)|how to (?:treat|manage)|treat (?:this|him|her|it)|"
     r"manage (?:this|him|her|it)|(?:dose|dosing|dosage) of|recommend\w*|next step|plan for|candidate for|"
     r"what to (?:do|give|start)|give (?:him|her|them)|start (?:him|her|them|on)|for (?:this|the) patient|"
-    r"(?:ok|safe|appropriate|suitable|indicated|fine) (?:for|to give|to start) (?:him|her|them))\b"
+    r"(?:ok|safe|appropriate|suitable|indicated|fine) (?:for|to give|to start) (?:him|her|them)|"
+    r"(?:does|do) (?:he|she|we|the patient|this patient|pt) (?:still )?(?:need|require)(?! to (?:be )?(?:worr|concern|alarm|anxious)))\b"
 )
 # A request for what to do for this patient, whatever the classifier read ("should he have surgery?").
 _REQUEST = re.compile(
@@ -70,6 +71,7 @@ _REQUEST = re.compile(
     r"use|recommend)\b|\bhow (?:should|do|would) (?:we|i|you) (?:treat|manage)\b|\b(?:best|first-line|recommended) "
     r"(?:treatment|therapy|management|drug|antibiotic|option)\b|\bnext steps?\b|\bmanagement plan\b|"
     r"\bis (?:it|\w+) (?:ok|safe|indicated|appropriate) (?:to|for)\b|"
+    r"\b(?:does|do) (?:he|she|we|the patient|this patient|pt) (?:still )?(?:need|require)(?! to (?:be )?(?:worr|concern|alarm|anxious))\b|"
     r"\b(?:is|would) (?:he|she|the patient|this patient|pt)(?: be)? (?:a |an )?(?:good |suitable |reasonable )?(?:\w+ )?candidate\b"
 )
 # "X or Y for her?", "pleurodesis now?": an option put for this patient, with nothing else asked. Not "them":
@@ -100,6 +102,7 @@ _PAST_CASES = re.compile(
     r"\b(they|them|similar|(?<!his )(?<!her )(?<!this )cases?|others?|patients|those|these|any (?:of|one)|how many|were|did)\b"
 )
 _ASKS = re.compile(r"^(?:and |also )*(?:what|which|how|why|who|when|where|is|are|was|were|do|does|did|can|could|should|would|will|shall)\b")
+_SENTENCE_END = re.compile(r"(?<=[.!])\s+(?=[A-Z])")  # "Play the role of X. How many died": two sentences
 _NO_ASK = re.compile(r"^(?:and |also |or )*(?:[a-z-]+(?: |$)){0,6}$")
 
 
@@ -209,7 +212,8 @@ class QuestionReader:
         split = split_question(question)
         refused: tuple[Understanding, ...] = ()
         if looks_injected(question):  # instructions aimed at the rules (patterns over the raw text: ":", "</context>")
-            clean = tuple(p for p in split.parts if not looks_injected(p) and asks(p))  # "To correct it" asks nothing
+            sentences = [x.strip() for p in split.parts for x in _SENTENCE_END.split(p) if x.strip()]
+            clean = tuple(p for p in sentences if not looks_injected(p) and asks(p))  # "To correct it" asks nothing
             if not clean:  # nothing asked apart from the instructions: one part, refused whole
                 return Reading((understand(question, self.lexicon, intent="injection"),), None, "patterns")
             # the instructions (in the pasted text, or a part of their own) are refused and named; the genuine
@@ -231,7 +235,9 @@ class QuestionReader:
             if u.intent == "count":  # what a count counts may be a common word ("any of them pregnant")
                 terms += tuple(w for w in self._common_clinical(text, known) if w not in terms and not _covered(w, u))
             if u.intent == "off_topic" and (
-                _ABOUT_PATIENT.search(text)
+                # about this patient, unless the classifier is sure it is not about the scan and nothing asks what to do
+                # for her ("move her mammo to friday", "book an interpreter for him": logistics)
+                (_ABOUT_PATIENT.search(text) and (p < self.fallback_below or bool(_REQUEST.search(text) or _ACTION.search(text))))
                 or (p < self.fallback_below and (terms or u.entities or u.unknown))
                 or (runner_up == "treatment" and p < self.fallback_below)
             ):  # "not about a scan" for a part about this patient, unsure for one naming a clinical term, or read
