@@ -36,6 +36,8 @@ _FUTURE = re.compile(
     r"(?:his|her) (?:survival|prognosis|outlook|risk|chances?)|surviv\w*|live (?:for|long|to|past)|"
     r"(?:come|coming) back|recur (?:in|for) (?:him|her)|spread to|in (?:\d+|a few|five|ten|two) (?:years?|yrs?|months?))\b"
 )
+# Words that frame a severity question ("severity spread of the matches"): never terms to look up.
+_SEVERITY_FRAME = frozenset({"spread", "distribution", "range", "mix", "breakdown", "level", "levels", "scale", "grade", "grades"})
 _CONDITION_NAMES = {"tuberculosis": "tuberculosis", "pneumonia": "community-acquired pneumonia"}
 
 
@@ -202,6 +204,9 @@ def answer_part(
         scope = covered_by_guidelines(f"{question} {u.text}", facts.ai_diagnosis, conditions)
         said = pointer(bool(scope), conditions)
         return PartAnswer("treatment", (said,), said, bool(scope))
+    if u.intent == "severity":  # "severity spread", "grade of severity": words that frame the question, not terms
+        u = replace(u, terms=tuple(t for t in u.terms if t not in _SEVERITY_FRAME),
+                    attributes=() if re.search(r"\b(?:grade|grading|level|scale) of (?:the )?sever", u.text) else u.attributes)  # fmt: skip
     if u.intent == "general_knowledge":
         reason = ("General medical knowledge (literature, incidence, test accuracy) is not part of this scan's "
                   "evidence; Guideline QA may answer it.")  # fmt: skip
