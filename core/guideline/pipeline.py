@@ -32,6 +32,7 @@ from core.guideline.conflicts import conflict_reason, drug_keys, split_conflicts
 from core.guideline.constraints import Candidate
 from core.guideline.doses import stated_weight
 from core.guideline.gates import align, check_bullet, entity_guard, evidence_sentences, source_label
+from core.guideline.headings import CarriedHeadings
 from core.guideline.naming import identity_words, naming_words
 from core.guideline.policy import policy_refusal
 from core.guideline.preferences import SourceChoice
@@ -102,6 +103,7 @@ class GuidelineQA:
         self._catalog_key: tuple[int, ...] = ()
         self._space_catalogs: dict[tuple[object, ...], Catalog] = {}
         self._vocabularies: dict[tuple[str, int], Vocabulary] = {}
+        self.headings = CarriedHeadings(self.sources)  # a chunk's subsection when its heading ends the chunk before
 
     @property
     def catalog(self) -> Catalog:
@@ -455,7 +457,7 @@ class GuidelineQA:
             hit = next(c.hit for c in evidence if c.hit.chunk_id == best.chunk_id)
             snippet = Snippet(text=best.text, score=round(score, 4), source=best.source, kb=best.kb,
                               chunk_id=best.chunk_id, demo=hit.doc_id in self.catalog.demo_docs,
-                              ref=source_ref(hit, best.text))  # fmt: skip
+                              ref=source_ref(hit, best.text, self.headings.of(hit)))  # fmt: skip
             pop = passage_population(hit, draft.text, self.cfg)
             kept.append(Bullet(text=draft.text, evidence=snippet, overlap=round(verdict.overlap, 4), population=pop,
                                other_population=pop is not None and pop != group))  # fmt: skip

@@ -73,10 +73,12 @@ def subsection_of(section: str, text: str, sentence: str) -> str | None:
     return heads[-1].group(0).strip() if heads else None
 
 
-def source_ref(hit: Hit, sentence: str = "") -> SourceRef:
-    """The document, section and page of one hit; with the quoted ``sentence``, its numbered subsection."""
+def source_ref(hit: Hit, sentence: str = "", carried: str | None = None) -> SourceRef:
+    """The document, section and page of one hit; with the quoted ``sentence``, its numbered subsection: the
+    last one above the sentence in the chunk, else ``carried``, the one in force where the chunk begins
+    (:mod:`core.guideline.headings`)."""
     section = hit.section_path[-1] if hit.section_path else hit.section_title
-    section = subsection_of(section or "", hit.text, sentence) or section
+    section = subsection_of(section or "", hit.text, sentence) or (carried if sentence else None) or section
     return SourceRef(doc_id=hit.doc_id, title=hit.title or hit.source, issuer=hit.organisation, year=hit.year,
                      section=section or "", page=hit.page, kb=hit.kb, owner=owner_of(hit.kb))  # fmt: skip
 
