@@ -57,6 +57,10 @@ def correct_english(token: str) -> str:
     hits = process.extract(token, _english_words(), scorer=OSA.distance, score_cutoff=limit, limit=5)
     if not hits:
         return token
+    if len(token) <= 5:  # in a short word one changed letter is a fifth of it ("modic" is no typo of "medic" or "modric"):
+        hits = [h for h in hits if sorted(h[0]) == sorted(token)]  # only two letters swapped
+        if not hits:
+            return token
     best = min(h[1] for h in hits)
     return str(min((h for h in hits if h[1] == best), key=lambda h: h[2])[0])  # the most frequent at that distance
 
