@@ -125,3 +125,59 @@ def test_status_line_says_what_was_measured_and_when(monkeypatch: pytest.MonkeyP
     assert "2023-11-14 22:13 UTC" in line and "cut at its budget or cancelled" in line
     monkeypatch.setattr("core.llm.budget._METER", SpeedMeter())
     assert "measured" in speed_line(s) and (tmp_path / SPEED_FILE).is_file()  # a new process reads it back
+
+
+def test_a_call_cut_while_reading_its_prompt_counts_at_its_deadline(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """llama.cpp streams nothing while it reads a prompt: the cut call's caller leaves at the deadline, and the
+    next call must already plan with what the cut one showed, not wait for the prompt to be read (issue 27)."""
+    from core.llm.budget import CancelToken
+    from core.llm.call import chat_call
+
+    s = _settings(tmp_path)
+    meter = SpeedMeter()
+    monkeypatch.setattr("core.llm.budget._METER", meter)
+    monkeypatch.setattr("core.llm.llamacpp.load_now", lambda: 8.0)
+    meter.record(PROMPT_TOKENS, 100, 0, 0.0, threads=1, load=8.0)  # an estimate that fits: 6,000 tok/s
+    llm = LlamaCppLLM(tmp_path / "stand-in.gguf", s.llm)
+    llm._server, llm._loaded_at = StandInLlamaServer(prompt_s=3.0, token_s=0.01), time.monotonic()  # 200 tok/s
+    assert plan_call(s, "ask", llm, _messages(), load=8.0).starts
+    started = time.monotonic()
+    with pytest.raises(BackendTimeoutError):
+        chat_call(llm, _messages(), CancelToken(1.5))
+    assert time.monotonic() - started < 1.5 + 1.0  # the caller left at the deadline, the prompt is still being read
+    waited = time.monotonic()
+    while not meter.reading().partial and time.monotonic() - waited < 2.0:  # a timer thread, late on a loaded CPU
+        time.sleep(0.01)
+    reading = meter.reading()
+    assert reading.partial and reading.samples == 2 and reading.prompt_tps is not None
+    assert reading.prompt_tps <= PROMPT_TOKENS / 1.3  # at most what fits in the budget, not the old 6,000
+    again = plan_call(s, "ask", llm, _messages(), load=8.0)
+    assert again.waits and again.estimate is not None and not again.estimate.fits  # the same load: nothing starts
+    waited = time.monotonic()  # the abandoned prompt is read at last: llama.cpp's own count follows, still bounded
+    while meter.reading().samples < 3 and time.monotonic() - waited < 10.0:
+        time.sleep(0.05)
+    assert meter.reading().samples == 3 and (meter.reading().prompt_tps or 0) <= PROMPT_TOKENS / 1.3
+
+
+def test_generation_not_measured_yet_is_never_free() -> None:
+    meter = SpeedMeter()
+    meter.record(600, 10_000, 0, 0.0, threads=2, load=1.0)  # only prompt reading seen: 60 tok/s
+    total, prompt = meter.seconds(600, 120)
+    assert prompt is not None and total is not None
+    assert prompt == pytest.approx(10.0) and total > prompt + 120 / 60  # writing is taken as slower than reading
+
+
+def test_a_load_that_just_dropped_shows_before_the_load_average_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    from core.llm import speed
+
+    real = speed.runnable_now(sample_s=0.02, reads=2)  # this machine, now: a count of other runnable tasks
+    assert real is None or real >= 0
+    monkeypatch.setattr(speed, "load_now", lambda: 7.5)  # the 1-minute average still remembers the burner
+    monkeypatch.setattr(speed, "runnable_now", lambda: 1.0)  # what runs now
+    assert speed.load_for_retry() == 1.0
+    monkeypatch.setattr(speed, "runnable_now", lambda: 9.0)  # a load that just rose shows in neither at once
+    assert speed.load_for_retry() == 7.5
+    monkeypatch.setattr(speed, "runnable_now", lambda: None)  # no /proc/stat: the load average alone
+    assert speed.load_for_retry() == 7.5

@@ -246,7 +246,7 @@ def _with_llm(
     """
     messages = ask_messages(result, q, instant.answer.answer)
     try:  # returns at the budget in wall time; the backend itself stops between two tokens
-        token = CancelToken(feature_budget(rt.settings, "ask"))
+        token = CancelToken(feature_budget(rt.settings, "ask"), started=started)  # counted from the question
         completion = chat_call(llm, messages, token, grammar=ask_grammar(result))  # citations (llamacpp only)
         return _judged(rt, result, completion.text, instant, started, llm if count else None)
     except BackendTimeoutError:
@@ -320,7 +320,7 @@ def stream_answer(
     try:
         messages = ask_messages(result, q, instant.answer.answer) if not instant.final else None
         plan = plan_call(rt.settings, "ask", llm, messages, choice)
-        token = plan.token() if plan.starts and llm is not None and messages is not None else None
+        token = plan.token(started) if plan.starts and llm is not None and messages is not None else None  # from the question
         yield AskEvent("instant", instant.answer.answer, instant, plan, exchange=pending, token=token)
         if llm is None or messages is None or not plan.starts:
             kept = instant

@@ -81,10 +81,12 @@ def feature_budget(settings: Settings, feature: Feature) -> float:
 class CancelToken:
     """A deadline and a Cancel flag shared by the caller (UI) and the backend doing the work."""
 
-    def __init__(self, budget_s: float | None = None, *, lift_ceiling: bool = False) -> None:
+    def __init__(self, budget_s: float | None = None, *, lift_ceiling: bool = False, started: float | None = None) -> None:
         self.budget_s = budget_s
         self.lift_ceiling = lift_ceiling  # a doctor chose "run anyway": this budget, not llm.timeout_s, stops the model
-        self.started = time.monotonic()
+        # ``started`` (time.monotonic()): when the doctor asked, so work done before the model call (the instant
+        # answer, a cold start) counts against the budget too; default now
+        self.started = time.monotonic() if started is None else started
         self.deadline = None if budget_s is None else self.started + budget_s
         self._event = threading.Event()
 

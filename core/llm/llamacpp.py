@@ -45,6 +45,7 @@ from core.embed.base import free_cores
 from core.errors import BackendCancelledError, BackendError, BackendTimeoutError, ConfigError
 from core.llm.base import Completion, GenOptions, GenParams, Message, TokenLogprobs
 from core.llm.budget import CHARS_PER_TOKEN, current_token, load_now, speed_meter
+from core.llm.speed import load_for_retry
 from core.llm.wire import delta_from_chunk, tokens_from_logprobs
 
 if TYPE_CHECKING:
@@ -56,6 +57,7 @@ log = logging.getLogger(__name__)
 _BACKEND = "llamacpp"
 _DONE = object()
 _SAMPLE_S = 0.2  # how long other processes' CPU use is sampled before a call
+_EARLY_S = 0.1  # a call still reading its prompt this long before its deadline is counted then (see _run)
 _CERTAIN = 1.25  # refuse only when the prompt alone needs 25% more than the time left (speed varies)
 
 
@@ -140,7 +142,7 @@ class LlamaCppLLM:
         self._new_prompt_tokens = int(max(0, new_chars) / CHARS_PER_TOKEN)
         _, prompt_s = speed_meter().seconds(self._new_prompt_tokens, 0)
         certain = prompt_s is not None and prompt_s > _CERTAIN * seconds_left
-        if certain and self.settings.refuse_certain_timeouts and not speed_meter().stale(load_now()):
+        if certain and self.settings.refuse_certain_timeouts and not speed_meter().stale(load_for_retry()):
             raise BackendTimeoutError(
                 f"the local model needs about {prompt_s:.0f} s just to read this prompt here, more than the "
                 f"{seconds_left:.0f} s left; not started",
@@ -204,11 +206,19 @@ class LlamaCppLLM:
             return bool(on_chunk(chunk))
 
         handler = server.handle_chat_completions if chat else server.handle_completions
+        # llama.cpp streams nothing while it reads the prompt, so a call cut there reaches the callback (and
+        # _measure) only once the whole prompt is read, long after its caller gave up at the deadline: the
+        # next call would plan with the old estimate. At the deadline, count what is known at once.
+        early_at = max(0.0, deadline - _EARLY_S - loaded)  # just before the caller leaves, so its next plan sees it
+        early = threading.Timer(max(0.0, loaded + early_at - time.monotonic()), self._measure_unread, (state, early_at, load))
+        early.daemon = True
+        early.start()
         try:
             result = handler(request, callback)
         except RuntimeError as exc:
             raise BackendError(f"llama.cpp failed: {exc}") from exc
         finally:
+            early.cancel()
             self._measure(state, time.monotonic() - loaded, load)
         error = state["error"] or (result.get("error") if isinstance(result, dict) else None)
         if error:
@@ -218,6 +228,12 @@ class LlamaCppLLM:
             raise BackendCancelledError(f"cancelled after {time.monotonic() - started:.1f} s")
         if state["timed_out"]:
             raise BackendTimeoutError(f"llama.cpp did not finish within its budget of {budget:g} s")
+
+    def _measure_unread(self, state: dict[str, Any], seconds: float, load: float | None) -> None:
+        """At the deadline, with no token yet: the prompt reads at most this fast (llama.cpp's own counts follow)."""
+        if state["first"] is None and not state.get("raw"):
+            record = speed_meter().record
+            record(self._new_prompt_tokens, seconds * 1000, 0, 0.0, self.threads, load=load, partial=True, bound=True)
 
     def _measure(self, state: dict[str, Any], seconds: float, load: float | None) -> None:
         """Feed the speed meter from this call, however it ended (finished, cut at its budget, cancelled)."""
@@ -231,7 +247,8 @@ class LlamaCppLLM:
                 self._new_prompt_tokens, first * 1000, state["deltas"] - 1, gen_ms, self.threads, load=load, partial=partial
             )
         elif state["timed_out"]:  # stopped while reading the prompt: it reads at most this fast
-            speed_meter().record(self._new_prompt_tokens, seconds * 1000, 0, 0.0, self.threads, load=load, partial=True)
+            record = speed_meter().record
+            record(self._new_prompt_tokens, seconds * 1000, 0, 0.0, self.threads, load=load, partial=True, bound=True)
 
     def _record(self, timings: dict[str, Any], state: dict[str, Any], *, load: float | None, partial: bool) -> None:
         """Feed llama.cpp's own timings to the speed meter and keep them for the Completion."""

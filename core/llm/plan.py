@@ -39,7 +39,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from core.llm.acceptance import hold_reason
-from core.llm.budget import CancelToken, Estimate, Feature, estimate, feature_budget, load_now, speed_meter
+from core.llm.budget import CancelToken, Estimate, Feature, estimate, feature_budget, speed_meter
+from core.llm.speed import load_for_retry
 
 if TYPE_CHECKING:
     from core.llm.base import LLM, Message
@@ -82,9 +83,9 @@ class CallPlan:
         """True when the model call should start now."""
         return not self.waits and self.choice != "none"
 
-    def token(self) -> CancelToken:
-        """A fresh token for the call: this plan's budget (and Cancel), started now."""
-        return CancelToken(self.budget_s, lift_ceiling=self.lift_ceiling)
+    def token(self, started: float | None = None) -> CancelToken:
+        """A fresh token for the call: this plan's budget (and Cancel), counted from ``started`` (monotonic; default now)."""
+        return CancelToken(self.budget_s, lift_ceiling=self.lift_ceiling, started=started)
 
     def wait_message(self) -> str:
         """Why nothing started, for the doctor's choice: the measured pass rate, or the estimate that cannot fit."""
@@ -132,7 +133,7 @@ def plan_call(
 
     ``llm`` is the model the choice stands for (the configured one for ``auto`` and ``local``,
     the remote one for ``remote``); ``None`` or an empty prompt plans no call. ``load``: the load
-    average now (None: read it).
+    now (None: :func:`~core.llm.speed.load_for_retry`, the load average or, when it lags a drop, what runs now).
     """
     budget = feature_budget(settings, feature)
     if choice == "none" or llm is None or not messages:
@@ -143,7 +144,7 @@ def plan_call(
     if est is None or est.fits:
         return CallPlan(choice, budget, est)
     if choice == "auto":
-        if speed_meter().stale(load_now() if load is None else load):  # measured under more load, or long ago
+        if speed_meter().stale(load_for_retry() if load is None else load):  # measured under more load, or long ago
             return CallPlan(choice, budget, est, trial=True)
         return CallPlan(choice, budget, est, waits=True)  # never start work the measured speed says cannot finish
     return CallPlan(choice, est.run_anyway_s(), est, lift_ceiling=True)  # the doctor chose to wait

@@ -31,11 +31,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SpeedMeter", "SpeedReading", "load_now"]
+__all__ = ["SpeedMeter", "SpeedReading", "load_for_retry", "load_now", "runnable_now"]
 
 log = logging.getLogger(__name__)
 MIN_PROMPT_TOKENS = 16  # a tiny (cached) prompt says little about reading speed
 MIN_GEN_TOKENS = 4
+GEN_PER_PROMPT = 0.5  # generation against prompt-reading speed, when only the latter is known (0.45 measured here)
 
 
 def load_now() -> float | None:
@@ -44,6 +45,38 @@ def load_now() -> float | None:
         return os.getloadavg()[0]
     except OSError:
         return None
+
+
+def runnable_now(sample_s: float = 0.25, reads: int = 10) -> float | None:
+    """Tasks runnable on this machine now, besides the caller: ``procs_running`` of /proc/stat, averaged.
+
+    The 1-minute load average trails a change by a minute or more (it halves about 40 s after a
+    burner stops); this reading follows it at once. None where /proc/stat is missing.
+    """
+    counts = []
+    for i in range(reads):
+        try:
+            with open("/proc/stat", encoding="ascii") as f:
+                line = next((ln for ln in f if ln.startswith("procs_running")), None)
+        except OSError:
+            return None
+        if line is None:
+            return None
+        counts.append(max(0, int(line.split()[1]) - 1))  # the reading thread is itself running
+        if i < reads - 1:
+            time.sleep(sample_s / reads)
+    return sum(counts) / len(counts)
+
+
+def load_for_retry() -> float | None:
+    """The load a slow estimate's re-try is judged against: the lower of the load average and :func:`runnable_now`.
+
+    A load that just dropped shows at once (so the estimate is re-tried on the next call, not a
+    minute later); one that just rose still shows in the load average's lag only, which costs at
+    most one call cut at its budget, as an estimate with no measurement does.
+    """
+    readings = [x for x in (load_now(), runnable_now()) if x is not None]
+    return min(readings) if readings else None
 
 
 @dataclass(frozen=True)
@@ -122,9 +155,14 @@ class SpeedMeter:
         *,
         load: float | None = None,
         partial: bool = False,
+        bound: bool = False,
         now: float | None = None,
     ) -> None:
-        """Fold one call's timings in (``partial``: the call was cut at its budget or cancelled)."""
+        """Fold one call's timings in (``partial``: the call was cut at its budget or cancelled).
+
+        ``bound``: the call was cut before its first token, so the prompt reads *at most* this fast; the
+        estimate is never left faster than that, whatever it averaged before.
+        """
         now = time.time() if now is None else now
         prompt = prompt_tokens / (prompt_ms / 1000) if prompt_tokens >= MIN_PROMPT_TOKENS and prompt_ms > 0 else None
         gen = gen_tokens / (gen_ms / 1000) if gen_tokens >= MIN_GEN_TOKENS and gen_ms > 0 else None
@@ -136,6 +174,8 @@ class SpeedMeter:
             age = 0.0 if self.measured_at is None else max(0.0, now - self.measured_at)
             keep = (1 - self._a) * 0.5 ** (age / self.half_life_s) if self.half_life_s > 0 else 1 - self._a
             self.prompt_tps = _blend(self.prompt_tps, prompt, self._a, keep)
+            if bound and prompt is not None and self.prompt_tps is not None:
+                self.prompt_tps = min(self.prompt_tps, prompt)
             self.gen_tps = _blend(self.gen_tps, gen, self._a, keep)
             self.threads, self.measured_at, self.partial = threads, now, partial
             self.load = load if load is not None else self.load
@@ -179,8 +219,10 @@ class SpeedMeter:
             if self.prompt_tps is None:
                 return None, None
             prompt_s = prompt_tokens / self.prompt_tps
-            gen = new_tokens / self.gen_tps if self.gen_tps else 0.0
-            return prompt_s + gen, prompt_s
+            # generation not measured yet (every call so far was cut while reading its prompt): taken as
+            # GEN_PER_PROMPT times the prompt speed, never as free
+            gen_tps = self.gen_tps or self.prompt_tps * GEN_PER_PROMPT
+            return prompt_s + new_tokens / gen_tps, prompt_s
 
 
 def _blend(old: float | None, new: float | None, a: float, keep: float) -> float | None:
