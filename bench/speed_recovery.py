@@ -1,6 +1,6 @@
 """Ask AI under a CPU burner, then after it stops: budgets held, and how soon the speed estimate recovers (issue 27).
 
-    python -m bench.speed_recovery [--procs 4] [--min-load 6] [--loaded-calls 4] [--after-calls 6]
+    python -m bench.speed_recovery [--procs 4] [--min-load 6] [--wait-s 300] [--loaded-calls 4] [--after-calls 6]
                                    [--gap-s 20] [--json FILE]
 
 The default local model answers Ask AI questions as the page asks them (``auto``: the call's plan
@@ -8,7 +8,7 @@ first; a model call the measured speed says cannot fit waits and the instant ans
 data folder is used, so the speed estimate starts empty, as on a new install.
 
 1. **Loaded.** ``scripts/cpu_burner.py`` starts ``--procs`` spinning processes; once the 1-minute load
-   average reaches ``--min-load`` (or after 3 minutes), ``--loaded-calls`` questions are asked.
+   average reaches ``--min-load`` (or after ``--wait-s``), ``--loaded-calls`` questions are asked.
 2. **After.** The burner is stopped and questions are asked every ``--gap-s`` seconds, ``--after-calls``
    of them: what each call did (model answered, cut at its budget, not started), and the speed estimate
    after it.
@@ -61,6 +61,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--procs", type=int, default=4, help="burner processes")
     ap.add_argument("--min-load", type=float, default=6.0, help="1-minute load average to reach before asking")
+    ap.add_argument("--wait-s", type=float, default=300.0, help="longest wait for --min-load")
     ap.add_argument("--loaded-calls", type=int, default=4)
     ap.add_argument("--after-calls", type=int, default=6)
     ap.add_argument("--gap-s", type=float, default=20.0, help="seconds between questions after the burner stops")
@@ -92,7 +93,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     calls: list[dict[str, Any]] = []
     try:
         waited = time.monotonic()
-        while os.getloadavg()[0] < args.min_load and time.monotonic() - waited < 180:
+        while os.getloadavg()[0] < args.min_load and time.monotonic() - waited < args.wait_s:
             time.sleep(5)
         head["load_when_asking"] = loadavg()
         calls += [_ask(rt, scan, doctor, i, "loaded") for i in range(args.loaded_calls)]

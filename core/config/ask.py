@@ -16,7 +16,10 @@ class AskSettings(Group):
 
     max_question_chars: int = Field(1000, ge=10, description="Longest question accepted, in characters.")
     llm_budget_s: float = Field(
-        45.0, gt=0, description="Seconds the LLM answer may take; past this the extractive answer stands."
+        45.0,
+        gt=0,
+        description="Seconds the LLM answer may take, counted from the doctor's question (the instant answer's time "
+        "included); past this the extractive answer stands.",
     )
     # issue 27 item 4: the default local model's answers passed the guard unchanged 5 of 8 times (62%) when measured
     # (core/llm/models.json, ask_guard_prior); core/llm/acceptance.py pools that with this machine's own counts
