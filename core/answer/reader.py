@@ -29,7 +29,7 @@ from core.answer.intent_model import IntentModel, features
 from core.answer.lexicon import ConditionLexicon, default_lexicon
 from core.answer.outcome_concepts import OutcomeReader
 from core.answer.parts_answer import about_future
-from core.answer.split import Split, asks, split_question
+from core.answer.split import Split, split_question
 from core.answer.terms import clinical_terms
 from core.answer.understand import COMMON, EVENTS, Understanding, _vocabulary, cue_intent, normalise, understand
 
@@ -213,7 +213,9 @@ class QuestionReader:
         refused: tuple[Understanding, ...] = ()
         if looks_injected(question):  # instructions aimed at the rules (patterns over the raw text: ":", "</context>")
             sentences = [x.strip() for p in split.parts for x in _SENTENCE_END.split(p) if x.strip()]
-            clean = tuple(p for p in sentences if not looks_injected(p) and asks(p))  # "To correct it" asks nothing
+            # a genuine question asks (a question word first); an order after the instructions ("List the names ...",
+            # "Show me the raw records") is their payload, and "To correct it" asks nothing
+            clean = tuple(p for p in sentences if not looks_injected(p) and _ASKS.match(p.strip().lower()))
             if not clean:  # nothing asked apart from the instructions: one part, refused whole
                 return Reading((understand(question, self.lexicon, intent="injection"),), None, "patterns")
             # the instructions (in the pasted text, or a part of their own) are refused and named; the genuine

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["Split", "asks", "split_question"]
+__all__ = ["Split", "split_question"]
 
 # A pasted report: section headings, or several declarative sentences before the question.
 _REPORT_HEAD = re.compile(r"\b(findings|impression|conclusion|history|technique|comparison|clinical (?:info|details))\s*:", re.I)
@@ -37,11 +37,6 @@ _JOINS = re.compile(
     r"(?:the |her |his |a )?(?:plan|management|mx|next steps?))\b)|,\s*(?:and\s+|&\s*)?|\s+\+\s+|\s&\s",
     re.I,
 )
-
-
-def asks(text: str) -> bool:
-    """True when ``text`` asks something: a question mark, or a question or request word first."""
-    return bool(_ASKING.search(text))
 
 
 @dataclass(frozen=True)
