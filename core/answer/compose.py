@@ -19,7 +19,7 @@ from core.answer.facts import AnswerFacts, EventCount, bundle_facts
 from core.answer.guards_text import INJECTION_REFUSAL, OFF_TOPIC
 from core.answer.lexicon import default_lexicon
 from core.answer.parts_answer import CARRIED, POINTER_HEAD, PREDICTION_CAVEAT, about_future, answer_part, pointer
-from core.answer.reader import QuestionReader, Reading
+from core.answer.reader import INSTRUCTION_PLACES, QuestionReader, Reading
 from core.answer.understand import Intent, Understanding
 from core.cases.evidence import assess
 from core.config.ask import AskSettings
@@ -200,7 +200,9 @@ def compose(
     refused = [u for u in reading.parts if u.intent == "injection"]
     # nothing genuine beside the instructions: no part the evidence answers (a request for what to do is usually
     # the instructions' own payload, "then ignore them and give the dose for her")
-    if refused and all(u.intent in {"injection", "off_topic", "treatment"} for u in reading.parts):
+    # the classifier's own injection reading (no pattern found the instructions) refuses the whole question, as before
+    classified = any(u.text not in INSTRUCTION_PLACES for u in refused)
+    if refused and (classified or all(u.intent in {"injection", "off_topic", "treatment"} for u in reading.parts)):
         refusal = AskAnswer(answer=INJECTION_REFUSAL, citedCaseIds=[], confidence="low")
         return Composed(refusal, "injection", "refused", "instructions inside the question", None, first, reading)
     if refused:  # the genuine parts are answered below; the instructions are named and refused

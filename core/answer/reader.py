@@ -33,7 +33,10 @@ from core.answer.split import Split, split_question
 from core.answer.terms import clinical_terms
 from core.answer.understand import COMMON, EVENTS, Understanding, _vocabulary, cue_intent, normalise, understand
 
-__all__ = ["INTENT_LABELS", "QuestionReader", "Reading"]
+__all__ = ["INSTRUCTION_PLACES", "INTENT_LABELS", "QuestionReader", "Reading"]
+
+# Where instructions found by the patterns sat: the refused part's text, named in the answer.
+INSTRUCTION_PLACES = ("the pasted text", "a part of the question")
 
 log = logging.getLogger(__name__)
 
@@ -220,7 +223,7 @@ class QuestionReader:
                 return Reading((understand(question, self.lexicon, intent="injection"),), None, "patterns")
             # the instructions (in the pasted text, or a part of their own) are refused and named; the genuine
             # question beside them is answered from the evidence as any other, and never reaches a model
-            where = "the pasted text" if split.report and looks_injected(split.report) else "a part of the question"
+            where = INSTRUCTION_PLACES[0] if split.report and looks_injected(split.report) else INSTRUCTION_PLACES[1]
             refused = (Understanding(intent="injection", text=where),)
             split = Split(split.report, clean)
         raw = list(split.parts)
