@@ -93,6 +93,34 @@ def _not_started(plan: CallPlan) -> str:
     return plan.held_back or "estimate cannot fit"
 
 
+def open_bench_runtime(prefix: str, **overrides: Any) -> tuple[Any, dict[str, Path]]:
+    """A runtime on the default local model over a fresh data folder with the demo data, the model loaded."""
+    root = Path(tempfile.mkdtemp(prefix=prefix))
+    paths = {"data_dir": root / "data", "index_dir": REPO_ROOT / "indexes", "model_dir": REPO_ROOT / "models"}
+    # model_answers always: the Ask AI rows time the model's answer, which the default (instant only while the
+    # model's answers rarely pass the guard, docs/ASK_AI.md) would not ask for
+    ask = {"rate_limit_per_minute": 10_000, "model_answers": "always"}
+    settings = load_settings(paths=paths, llm={"backend": "llamacpp"}, ask=ask, **overrides)
+    rt = open_runtime(settings)
+    seed_demo(settings, rt.db)
+    ensure_default_model(settings)
+    assert rt.llm is not None
+    rt.llm.chat([{"role": "user", "content": "Say OK."}], max_tokens=2)  # model load is not a feature's time
+    return rt, paths
+
+
+def ask_target(rt: Any) -> tuple[str, int]:
+    """The scan the Ask AI and draft rows ask about (the demo patient's newest), and a doctor's id."""
+    with rt.db.read_only() as s:
+        doctor = int(s.scalar(select(User.id).where(User.role == "doctor")) or 0)
+        scan = s.scalar(
+            select(Scan.id).join(User, User.id == Scan.patient_id).where(User.username == ASK_USER)
+            .order_by(Scan.created_at.desc())
+        )  # fmt: skip
+    assert scan is not None
+    return str(scan), doctor
+
+
 def ask_call(rt: Any, scan: str, question: str, doctor: int, cancel_after: float | None) -> dict[str, Any]:
     """One Ask AI question as the page asks it (``auto``).
 
@@ -212,26 +240,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--selfrag-questions", type=int, default=1)
     ap.add_argument("--json", type=Path, default=None, help="also write every call and the summary here")
     args = ap.parse_args(argv)
-    root = Path(tempfile.mkdtemp(prefix="experience-bench-"))
-    paths = {"data_dir": root / "data", "index_dir": REPO_ROOT / "indexes", "model_dir": REPO_ROOT / "models"}
-    # model_answers always: the Ask AI rows time the model's answer, which the default (instant only while the
-    # model's answers rarely pass the guard, docs/ASK_AI.md) would not ask for
-    ask = {"rate_limit_per_minute": 10_000, "model_answers": "always"}
-    settings = load_settings(paths=paths, llm={"backend": "llamacpp"}, ask=ask, guideline={"writer": "llm"})
-    rt = open_runtime(settings)
-    extractive = {"writer": "extractive"}
-    rt_extractive = open_runtime(load_settings(paths=paths, llm={"backend": "llamacpp"}, guideline=extractive))
-    seed_demo(settings, rt.db)
-    ensure_default_model(settings)
-    assert rt.llm is not None
-    rt.llm.chat([{"role": "user", "content": "Say OK."}], max_tokens=2)  # model load is not a feature's time
-    with rt.db.read_only() as s:
-        doctor = int(s.scalar(select(User.id).where(User.role == "doctor")) or 0)
-        scan = s.scalar(
-            select(Scan.id).join(User, User.id == Scan.patient_id).where(User.username == ASK_USER)
-            .order_by(Scan.created_at.desc())
-        )  # fmt: skip
-    assert scan is not None
+    rt, paths = open_bench_runtime("experience-bench-", guideline={"writer": "llm"})
+    rt_extractive = open_runtime(load_settings(paths=paths, llm={"backend": "llamacpp"}, guideline={"writer": "extractive"}))
+    scan, doctor = ask_target(rt)
     head = {"cpu_flags": cpu_flags(), "cores": os.cpu_count(), "load_start": loadavg(), "trials": args.trials,
             "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}  # fmt: skip
     cancel = args.cancel_after if args.cancel_after > 0 else None

@@ -25,18 +25,13 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from bench.experience_bench import ASK_QUESTIONS, ASK_USER, ask_call, cpu_flags, loadavg
-from core.demo.seed import seed_demo
+from bench.experience_bench import ASK_QUESTIONS, ask_call, ask_target, cpu_flags, loadavg, open_bench_runtime
 from core.llm.budget import speed_meter
-from core.llm.models import ensure_default_model
-from core.runtime import open_runtime
-from core.settings import REPO_ROOT, load_settings
-from core.store.models import Scan, User
+from core.settings import REPO_ROOT
 
 QUESTIONS = (ASK_QUESTIONS[0], ASK_QUESTIONS[2])  # both ask the model (the second of the three gets a fixed answer)
 
@@ -67,24 +62,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--gap-s", type=float, default=20.0, help="seconds between questions after the burner stops")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
-    from sqlalchemy import select
-
-    root = Path(tempfile.mkdtemp(prefix="speed-recovery-"))
-    paths = {"data_dir": root / "data", "index_dir": REPO_ROOT / "indexes", "model_dir": REPO_ROOT / "models"}
-    ask = {"rate_limit_per_minute": 10_000, "model_answers": "always"}  # time the model, not the guard-rate hold
-    settings = load_settings(paths=paths, llm={"backend": "llamacpp"}, ask=ask)
-    rt = open_runtime(settings)
-    seed_demo(settings, rt.db)
-    ensure_default_model(settings)
-    assert rt.llm is not None
-    rt.llm.chat([{"role": "user", "content": "Say OK."}], max_tokens=2)  # model load is not a call's time
-    with rt.db.read_only() as s:
-        doctor = int(s.scalar(select(User.id).where(User.role == "doctor")) or 0)
-        scan = s.scalar(
-            select(Scan.id).join(User, User.id == Scan.patient_id).where(User.username == ASK_USER)
-            .order_by(Scan.created_at.desc())
-        )  # fmt: skip
-    assert scan is not None
+    rt, _ = open_bench_runtime("speed-recovery-")
+    scan, doctor = ask_target(rt)
     head = {"cpu_flags": cpu_flags(), "cores": os.cpu_count(), "load_start": loadavg(), "procs": args.procs,
             "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}  # fmt: skip
     burner = subprocess.Popen(
